@@ -1,0 +1,73 @@
+// latency: nanoseconds (and cycles) per dependent access over working sets from 1 KiB to
+// beyond the largest cache: the staircase of seed 000 Fig. 10.
+#include <cstdint>
+#include <cmath>
+#include <numeric>
+
+#include "fixtures/data.hpp"
+#include "fixtures/workload.hpp"
+
+namespace archbench {
+namespace {
+
+constexpr std::size_t kMinBytes = 1 << 10;
+constexpr std::size_t kFloorTop = std::size_t(256) << 20;  // at least this far, whatever the caches report
+
+Workload chase(const Plan& plan, std::size_t bytes) {
+  const DeviceInfo& d = plan.device;
+  const std::size_t line = std::max<std::size_t>(d.cacheline, 64);
+  const std::size_t lines = bytes / line, stride = line / 4;  // stride in words
+  const std::uint32_t hops = plan.size == Size::test ? std::uint32_t(2 * lines + 3) : (1u << 16);
+  Workload w;
+  w.name = name({"latency", d.backend, "chase", "bytes:" + std::to_string(bytes)});
+  w.kernel = {"latency", "chase", {}};
+  w.range = Range::linear(1, 1);
+  w.buffers = {{bytes,
+                [=](Bytes& b) {
+                  // Sattolo's shuffle: a uniformly random permutation that is one single cycle.
+                  std::vector<std::uint32_t> next(lines);
+                  std::iota(next.begin(), next.end(), 0u);
+                  Rng r(bytes);
+                  for (std::size_t i = lines - 1; i > 0; --i) std::swap(next[i], next[r.next() % i]);
+                  for (std::size_t i = 0; i < lines; ++i) put<std::uint32_t>(b, i * stride, std::uint32_t(next[i] * stride));
+                }},
+               {4, nullptr}};
+  w.args = {Arg::buf(0), Arg::buf(1), Arg::scalar<std::uint32_t>(0), Arg::scalar<std::uint32_t>(hops)};
+  w.cost.accesses = hops;
+  w.check = [=](const std::vector<Bytes>& in, const std::vector<Bytes>& out, std::size_t, Cost& t) {
+    std::uint32_t p = 0;
+    for (std::uint32_t i = 0; i < hops; ++i) p = get<std::uint32_t>(in[0], p);
+    t.accesses += hops;
+    const std::uint32_t got = get<std::uint32_t>(out[1], 0);
+    return got == p ? std::string() : "after " + std::to_string(hops) + " hops: expected index " + std::to_string(p) +
+                                          ", got " + std::to_string(got);
+  };
+  return w;
+}
+
+std::vector<Workload> build(const Plan& plan) {
+  const DeviceInfo& d = plan.device;
+  std::vector<Workload> out;
+  if (plan.size == Size::test) {
+    for (std::size_t b : {kMinBytes, std::size_t(64) << 10}) out.push_back(chase(plan, b));
+    return out;
+  }
+  // Up to 4x the largest cache the device reports (at least 256 MiB), within one allocation.
+  std::size_t top = std::max<std::size_t>(4 * d.cache_size, kFloorTop);
+  while (top > kMinBytes && top > d.max_alloc) top /= 2;
+  // Quick: one point per octave; full: four.
+  const int per_octave = plan.size == Size::full ? 4 : 1;
+  for (std::size_t octave = kMinBytes; octave <= top; octave *= 2)
+    for (int k = 0; k < per_octave; ++k) {
+      const std::size_t line = std::max<std::size_t>(d.cacheline, 64);
+      const std::size_t b = std::size_t(octave * std::pow(2.0, double(k) / per_octave)) / line * line;
+      if (b <= top) out.push_back(chase(plan, b));
+    }
+  return out;
+}
+
+}  // namespace
+
+ARCHBENCH_FAMILY(latency, build);
+
+}  // namespace archbench

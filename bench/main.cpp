@@ -1,0 +1,235 @@
+// archbench: picks a device, registers every family's workloads with Google Benchmark, runs them.
+#include <benchmark/benchmark.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <deque>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "fixtures/measure.hpp"
+#include "fixtures/selection.hpp"
+#include "fixtures/workload.hpp"
+
+namespace ab = archbench;
+
+namespace {
+
+const char* kUsage = R"(archbench: microbenchmarks that characterize a compute device.
+
+Usage: archbench [archbench options] [Google Benchmark options]
+
+archbench options:
+  --list-devices         print every device with its facts and its selector, then exit
+  --device=SELECTOR      device to run on (also: environment variable ARCHBENCH_DEVICE).
+                         SELECTOR is an exact selector from --list-devices (opencl:0.1),
+                         an index (0), a backend (opencl), a type (gpu, cpu), or part of
+                         the device name (H100). Default: the first GPU, else the first device.
+  --sweep=quick|full     quick (default; also ARCHBENCH_SWEEP) runs a few minutes on a CPU;
+                         full sweeps every size, work-group count and byte count.
+  --help                 this text, then Google Benchmark's options
+
+Environment: ARCHBENCH_DEVICE, ARCHBENCH_SWEEP, ARCHBENCH_RESULTS_DIR (see above);
+  ARCHBENCH_CL_OPTIONS   extra OpenCL build options appended to every kernel's (they win);
+                         recorded in the JSON context as cl_options
+
+Defaults archbench sets unless you pass them yourself:
+  --benchmark_min_time=0.1 --benchmark_repetitions=3 (the console shows the median;
+  the JSON holds every repetition and the aggregates)
+  --benchmark_out=results/local/archbench-<device>-<date>.json --benchmark_out_format=json
+  (the folder is ARCHBENCH_RESULTS_DIR when set)
+
+Names are family/backend/variant/axis:value (Google Benchmark adds /manual_time; a filter
+ending in '$' still matches); pick with --benchmark_filter=REGEX, e.g.
+  --benchmark_filter='compute/opencl/mad/float'   --benchmark_filter='^memory/.*/triad'
+Counters: flop_per_s, op_per_s, byte_per_s, ns_per_access, cycles_per_access (at the
+device's reported max clock). Times are device time per launch (events, warm-up excluded).
+)";
+
+bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+
+std::string slug(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c))
+      out += static_cast<char>(std::tolower(c));
+    else if (!out.empty() && out.back() != '-')
+      out += '-';
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? "device" : out;
+}
+
+std::string timestamp() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", std::localtime(&t));
+  return buf;
+}
+
+// With repetitions, the console shows one line per benchmark: the median (errors once).
+class MedianConsoleReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    std::vector<Run> keep;
+    for (const Run& r : runs) {
+      const bool repeated = r.repetitions > 1;
+      if (!repeated || (r.run_type == Run::RT_Aggregate && r.aggregate_name == "median") ||
+          (r.error_occurred && r.repetition_index == 0))
+        keep.push_back(r);
+    }
+    if (!keep.empty()) ConsoleReporter::ReportRuns(keep);
+  }
+};
+
+void add_context(const ab::DeviceInfo& d, const std::string& sweep) {
+  char host[256] = "unknown";
+  gethostname(host, sizeof host - 1);
+  const std::pair<const char*, std::string> facts[] = {
+      {"archbench_version", ARCHBENCH_VERSION_STRING},
+      {"host", host},
+      {"backend", d.backend},
+      {"device", d.name},
+      {"device_selector", d.selector},
+      {"device_vendor", d.vendor},
+      {"device_type", d.is_gpu ? "gpu" : d.is_cpu ? "cpu" : "other"},
+      {"platform", d.platform},
+      {"platform_version", d.platform_version},
+      {"driver_version", d.driver_version},
+      {"runtime_version", d.runtime_version},
+      {"kernel_language", d.c_version},
+      {"compute_units", std::to_string(d.compute_units)},
+      {"max_clock_mhz", std::to_string(d.max_clock_mhz)},
+      {"global_mem_bytes", std::to_string(d.global_mem)},
+      {"local_mem_bytes", std::to_string(d.local_mem)},
+      {"cache_bytes", std::to_string(d.cache_size)},
+      {"fp64", d.fp64 ? "yes" : "no"},
+      {"fp16", d.fp16 ? "yes" : "no"},
+      {"images", d.images ? "yes" : "no"},
+      {"sweep", sweep},
+      {"cl_options", std::getenv("ARCHBENCH_CL_OPTIONS") ? std::getenv("ARCHBENCH_CL_OPTIONS") : ""},
+  };
+  for (const auto& [k, v] : facts) benchmark::AddCustomContext(k, v);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  std::string selector = std::getenv("ARCHBENCH_DEVICE") ? std::getenv("ARCHBENCH_DEVICE") : "";
+  std::string sweep = std::getenv("ARCHBENCH_SWEEP") ? std::getenv("ARCHBENCH_SWEEP") : "quick";
+  bool list_devices = false, help = false, listing_tests = false;
+  bool has_out = false, has_min_time = false, has_reps = false;
+  std::vector<std::string> gb{args[0]};
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--list-devices") list_devices = true;
+    else if (starts_with(a, "--device=")) selector = a.substr(9);
+    else if (starts_with(a, "--sweep=")) sweep = a.substr(8);
+    else if (a == "--help" || a == "-h") help = true;
+    else {
+      has_out |= starts_with(a, "--benchmark_out=");
+      has_min_time |= starts_with(a, "--benchmark_min_time");
+      has_reps |= starts_with(a, "--benchmark_repetitions");
+      listing_tests |= starts_with(a, "--benchmark_list_tests") && a != "--benchmark_list_tests=false";
+      // Manual timing makes Google Benchmark append "/manual_time" to every name; let a
+      // filter anchored with '$' still match the names archbench documents.
+      if (starts_with(a, "--benchmark_filter=") && a.size() > 19 && a.back() == '$' && a[a.size() - 2] != '\\')
+        gb.push_back(a.substr(0, a.size() - 1) + "(/manual_time)?$");
+      else
+        gb.push_back(a);
+    }
+  }
+  if (help) {
+    std::cout << kUsage << "\nGoogle Benchmark options:\n";
+    gb.push_back("--help");  // Google Benchmark prints its own flags and exits
+  }
+  if (sweep != "quick" && sweep != "full") {
+    std::cerr << "archbench: --sweep must be quick or full, not '" << sweep << "'\n";
+    return 2;
+  }
+
+  // Devices of every backend.
+  std::vector<std::unique_ptr<ab::Backend>> backends = ab::backends();
+  std::vector<ab::DeviceInfo> devices;
+  std::vector<ab::Backend*> owner;
+  std::string problems;
+  for (auto& b : backends) {
+    std::string problem;
+    for (ab::DeviceInfo& d : b->devices(problem)) {
+      devices.push_back(std::move(d));
+      owner.push_back(b.get());
+    }
+    if (!problem.empty()) problems += b->name() + ": " + problem + "\n";
+  }
+  if (list_devices) {
+    std::cout << (devices.empty() ? "no devices found\n" : ab::describe_devices(devices));
+    if (!problems.empty()) std::cout << problems;
+    return devices.empty() ? 1 : 0;
+  }
+  if (devices.empty() && !help) {
+    std::cerr << "archbench: no device to run on.\n" << problems;
+    return 1;
+  }
+
+  std::unique_ptr<ab::Device> device;
+  std::deque<ab::Workload> workloads;  // stable addresses for the registered lambdas
+  std::unique_ptr<ab::Measure> measure;
+  if (!devices.empty()) {
+    std::string error;
+    const int chosen = ab::select_device(devices, selector, error);
+    if (chosen < 0) {
+      std::cerr << "archbench: --device=" << selector << ": " << error << ". The devices are:\n"
+                << ab::describe_devices(devices);
+      return 2;
+    }
+    const ab::DeviceInfo& info = devices[chosen];
+    try {
+      device = owner[chosen]->open(info);
+    } catch (const std::exception& e) {
+      std::cerr << "archbench: cannot open " << ab::short_name(info) << ": " << e.what() << "\n";
+      return 1;
+    }
+    measure = std::make_unique<ab::Measure>(*device);
+    const ab::Plan plan{info, sweep == "full" ? ab::Size::full : ab::Size::quick};
+    for (const ab::Family& f : ab::families())
+      for (ab::Workload& w : f.build(plan)) {
+        const ab::Workload& stored = workloads.emplace_back(std::move(w));
+        benchmark::RegisterBenchmark(stored.name.c_str(),
+                                     [m = measure.get(), &stored](benchmark::State& s) { m->run(s, stored); })
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
+    add_context(info, sweep);
+    if (!has_out && !listing_tests && !help) {
+      const char* dir_env = std::getenv("ARCHBENCH_RESULTS_DIR");
+      const std::filesystem::path dir = dir_env ? dir_env : "results/local";
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      const auto out = dir / ("archbench-" + slug(info.name) + "-" + timestamp() + ".json");
+      gb.push_back("--benchmark_out=" + out.string());
+      gb.push_back("--benchmark_out_format=json");
+      std::cerr << "archbench: running on " << ab::short_name(info) << "; JSON goes to " << out.string() << "\n";
+    }
+  }
+  if (!has_min_time) gb.push_back("--benchmark_min_time=0.1");
+  if (!has_reps) gb.push_back("--benchmark_repetitions=3");
+
+  std::vector<char*> gb_argv;
+  for (std::string& s : gb) gb_argv.push_back(s.data());
+  int gb_argc = static_cast<int>(gb_argv.size());
+  benchmark::Initialize(&gb_argc, gb_argv.data());
+  if (benchmark::ReportUnrecognizedArguments(gb_argc, gb_argv.data())) return 2;
+  MedianConsoleReporter console;
+  const std::size_t ran = benchmark::RunSpecifiedBenchmarks(&console);
+  benchmark::Shutdown();
+  if (ran == 0 && !listing_tests) {
+    std::cerr << "archbench: no benchmark matched the filter\n";
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Smoke test: runs the archbench binary briefly and checks the JSON it writes (names,
+counters, context) and its answers to bad input. Exit 77 (skipped) without an OpenCL device."""
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+BIN = sys.argv[1]
+NAME = re.compile(r"^[a-z_]+/opencl/[a-z_0-9]+/[a-z_0-9:]+(/[a-z_]+:\d+)?/manual_time$")
+failures = []
+
+
+def run(args, env=None, timeout=600):
+    e = dict(os.environ)
+    e.update(env or {})
+    p = subprocess.run([BIN] + args, capture_output=True, text=True, env=e, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+def expect(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+rc, out, err = run(["--list-devices"])
+if rc != 0:
+    print("SKIPPED: no OpenCL device to smoke-test on:\n" + out + err)
+    sys.exit(77)
+expect("--device=opencl:" in out and "compute units" in out, "--list-devices shows selectors and facts")
+
+rc, out, err = run(["--help"])
+expect(rc == 0 and "--list-devices" in out and "benchmark_filter" in out, "--help shows ours and Google Benchmark's flags")
+
+with tempfile.TemporaryDirectory() as tmp:
+    flt = r"^(compute/opencl/mad/float4|compute/opencl/add/int|memory/opencl/triad/(double|float)|latency/opencl/chase/bytes:1024)$"
+    rc, out, err = run(["--benchmark_filter=" + flt, "--benchmark_min_time=0.01", "--benchmark_repetitions=2"],
+                       env={"ARCHBENCH_RESULTS_DIR": tmp})
+    expect(rc == 0, "a filtered run exits 0 (stderr: %s)" % err[-500:])
+    files = glob.glob(os.path.join(tmp, "archbench-*.json"))
+    expect(len(files) == 1, "the run wrote one JSON under ARCHBENCH_RESULTS_DIR")
+    expect("_median" in out and "manual_time" in out, "the console shows medians")
+    if files:
+        doc = json.load(open(files[0]))
+        ctx = doc["context"]
+        for key in ["device", "platform", "driver_version", "runtime_version", "host", "archbench_version",
+                    "backend", "compute_units", "date"]:
+            expect(bool(ctx.get(key)), "context has %s (%r)" % (key, ctx.get(key)))
+        runs = [b for b in doc["benchmarks"] if b.get("run_type") == "iteration"]
+        names = {b["name"] for b in runs}
+        expect(len(names) >= 4, "at least four benchmarks ran: %s" % sorted(names))
+        for b in runs:
+            expect(NAME.match(b["name"]) is not None, "name follows family/backend/variant/axis: " + b["name"])
+            expect(not b.get("error_occurred"), "%s ran (%s)" % (b["name"], b.get("error_message", "")))
+        def counter(prefix, key):
+            vals = [b.get(key, 0) for b in runs if b["name"].startswith(prefix)]
+            return vals and all(v > 0 for v in vals)
+        expect(counter("compute/opencl/mad/float4", "flop_per_s"), "compute reports flop_per_s")
+        expect(counter("compute/opencl/add/int", "op_per_s"), "integer compute reports op_per_s")
+        expect(counter("memory/opencl/triad", "byte_per_s"), "triad reports byte_per_s")
+        expect(counter("latency/opencl/chase", "ns_per_access"), "latency reports ns_per_access")
+        expect(any(b.get("aggregate_name") == "median" for b in doc["benchmarks"]), "JSON has median aggregates")
+
+    # A kernel that fails to build: its benchmarks skip with the build log; the others run.
+    rc, out, err = run(["--benchmark_filter=^(compute/opencl/mad/float|memory/opencl/copy/(double|float))$",
+                        "--benchmark_min_time=0.01", "--benchmark_repetitions=1",
+                        "--benchmark_out=" + os.path.join(tmp, "broken.json")],
+                       env={"ARCHBENCH_CL_OPTIONS": "-DCHAINS=("})
+    doc = json.load(open(os.path.join(tmp, "broken.json")))
+    by = {b["name"].split("/manual_time")[0]: b for b in doc["benchmarks"]}
+    broken = by.get("compute/opencl/mad/float", {})
+    expect(rc == 0, "a run with a kernel that fails to build still exits 0")
+    expect(broken.get("error_occurred") and "build log" in broken.get("error_message", ""),
+           "the broken kernel's benchmark skips with its build log")
+    copy = [b for n, b in by.items() if n.startswith("memory/opencl/copy/")]
+    expect(copy and all(not b.get("error_occurred") and b.get("byte_per_s", 0) > 0 for b in copy),
+           "the other benchmarks still ran")
+
+rc, out, err = run(["--device=no-such-device-xyz"])
+expect(rc == 2 and "no device matches" in err and "--device=opencl:" in err, "an unknown device: exit 2, devices listed")
+rc, out, err = run(["--sweep=huge"])
+expect(rc == 2 and "--sweep" in err, "a bad --sweep: exit 2")
+rc, out, err = run(["--benchmark_filter=^nothing-matches-this$", "--benchmark_out=/dev/null"])
+expect(rc == 2, "a filter that matches nothing: exit 2")
+rc, out, err = run(["--bogus-flag"])
+expect(rc == 2, "an unknown flag: exit 2")
+with tempfile.TemporaryDirectory() as empty:
+    rc, out, err = run(["--benchmark_filter=compute"], env={"OCL_ICD_VENDORS": empty, "OPENCL_VENDOR_PATH": empty})
+    expect(rc == 1 and "no OpenCL platform" in err, "no OpenCL platform: a clear message, exit 1 (%r)" % err[-300:])
+
+if failures:
+    print("smoke: %d check(s) failed" % len(failures))
+    sys.exit(1)
+print("smoke: all checks passed")
