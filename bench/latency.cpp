@@ -17,7 +17,10 @@ Workload chase(const Plan& plan, std::size_t bytes) {
   const DeviceInfo& d = plan.device;
   const std::size_t line = std::max<std::size_t>(d.cacheline, 64);
   const std::size_t lines = bytes / line, stride = line / 4;  // stride in words
-  const std::uint32_t hops = plan.size == Size::test ? std::uint32_t(2 * lines + 3) : (1u << 16);
+  // Every launch walks the whole cycle at least once: fewer hops would revisit the same few
+  // lines each launch, and those would stay in a cache however large the working set.
+  const std::uint32_t hops = plan.size == Size::test ? std::uint32_t(2 * lines + 3)
+                                                     : std::uint32_t(std::max<std::size_t>(lines, 1u << 16));
   Workload w;
   w.name = name({"latency", d.backend, "chase", "bytes:" + std::to_string(bytes)});
   w.kernel = {"latency", "chase", {}};

@@ -36,6 +36,7 @@ archbench options:
 Environment: ARCHBENCH_DEVICE, ARCHBENCH_SWEEP, ARCHBENCH_RESULTS_DIR (see above);
   ARCHBENCH_CL_OPTIONS   extra OpenCL build options appended to every kernel's (they win);
                          recorded in the JSON context as cl_options
+  ARCHBENCH_DUMP_DIR     save every compiled program there (PTX on NVIDIA) with its options
 
 Defaults archbench sets unless you pass them yourself:
   --benchmark_min_time=0.1 --benchmark_repetitions=3 (the console shows the median;

@@ -15,6 +15,7 @@ rm -rf "$dest"
 mkdir -p "$dest/bin" "$dest/lib" "$dest/tests"
 cp "$build/archbench" "$build/tests/archbench_unit" "$build/tests/archbench_conformance" "$dest/bin/"
 cp tests/smoke.py "$dest/tests/"
+cp ci/node-run.sh "$dest/"
 cp -r tools "$dest/tools"
 # Everything the binaries link that is not part of the C/C++ runtime every node has.
 for bin in "$dest"/bin/*; do

@@ -11,6 +11,9 @@
 // Integers (unsigned, so wrap-around is defined) may be reassociated, and a chain of
 // x+a+b+... has a closed form a compiler finds; so chains go in pairs that feed each
 // other (add: x+=y, y+=x; mul: x*=y, y*=x; mad: x=x*y+a, y=y*x+b), which has none.
+// No contraction: a*b+c stays two roundings unless the kernel asks for fma(), so the device
+// computes exactly what the host reference does (and the op count is what the source says).
+#pragma OPENCL FP_CONTRACT OFF
 #if IS_DOUBLE
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif

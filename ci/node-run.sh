@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# On a compute node, from a bundle (ci/bundle.sh): records the node's facts, runs the tests
+# and the suite on the chosen device, and leaves everything in OUTDIR.
+# Usage: node-run.sh OUTDIR [archbench args...]   (ARCHBENCH_DEVICE picks the device; default gpu)
+set -uo pipefail
+here="$(cd "$(dirname "$(readlink -f "$0")")" && pwd)"
+out="${1:?usage: node-run.sh OUTDIR [archbench args]}"
+shift
+mkdir -p "$out"
+export ARCHBENCH_DEVICE="${ARCHBENCH_DEVICE:-gpu}"
+{
+  date -u
+  uname -a
+  command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,pci.bus_id,clocks.sm,clocks.max.sm,clocks.mem,ecc.mode.current,power.limit --format=csv
+} > "$out/node.txt" 2>&1
+"$here/run.sh" --list-devices > "$out/devices.txt" 2>&1
+"$here/run.sh" --test > "$out/tests.log" 2>&1
+echo "tests: exit $?" | tee -a "$out/tests.log"
+ARCHBENCH_RESULTS_DIR="$out" "$here/run.sh" "$@" > "$out/run.log" 2>&1
+echo "suite: exit $?" | tee -a "$out/run.log"
