@@ -111,6 +111,8 @@ void add_context(const ab::DeviceInfo& d, const std::string& sweep) {
       {"fp64", d.fp64 ? "yes" : "no"},
       {"fp16", d.fp16 ? "yes" : "no"},
       {"images", d.images ? "yes" : "no"},
+      // Zero copy: the device works in host memory, so "transfers" need not cross a bus.
+      {"host_unified_memory", d.unified_memory ? "yes" : "no"},
       {"sweep", sweep},
       {"cl_options", std::getenv("ARCHBENCH_CL_OPTIONS") ? std::getenv("ARCHBENCH_CL_OPTIONS") : ""},
   };

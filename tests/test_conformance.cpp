@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <algorithm>
+#include <cstring>
 #include <iostream>
 
 #include "fixtures/measure.hpp"
@@ -61,6 +63,58 @@ TEST(Measure, FamilySkipReasonIsKept) {
   } catch (const ab::Skip& s) {
     EXPECT_STREQ(s.what(), "the device has no fp64");
   }
+}
+
+// Transfers: every host-memory kind in both directions moves every byte, and can be timed.
+TEST(Measure, TransfersMoveEveryByteInBothDirections) {
+  for (ab::HostMemory host : {ab::HostMemory::pageable, ab::HostMemory::pinned, ab::HostMemory::mapped})
+    for (ab::Direction dir : {ab::Direction::to_device, ab::Direction::to_host}) {
+      ab::Workload w;
+      w.name = "transfer";
+      const std::size_t n = 1 << 20;
+      w.buffers = {{n, [](ab::Bytes& b) { for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<unsigned char>(i * 7); }}};
+      w.transfer = ab::Transfer{{dir, host}, [](ab::Bytes& b) { for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<unsigned char>(i * 13 + 1); }};
+      w.check = [dir](const std::vector<ab::Bytes>& in, const std::vector<ab::Bytes>& out, std::size_t, ab::Cost&) {
+        // to_device: the device buffer now holds what the host sent; to_host: the host holds the device's data.
+        const bool ok = dir == ab::Direction::to_device ? out[0] == in[1] : out[1] == in[0];
+        return ok ? std::string() : std::string("bytes differ");
+      };
+      SCOPED_TRACE(std::to_string(int(host)) + "/" + std::to_string(int(dir)));
+      ab::Bound b = ab::bind(*g_device, w);
+      EXPECT_EQ(ab::run_once(*g_device, w, b, 1).mismatch, "");
+      EXPECT_GT(b.launch->time(2), 0.0);
+    }
+}
+
+// Images: pixels written are the pixels read back.
+TEST(Measure, ImagesRoundTrip) {
+  if (!g_device->info().images) GTEST_SKIP() << "the device has no images";
+  auto img = g_device->alloc_image(64, 32);
+  ab::Bytes in(64 * 32 * 16), out(in.size());
+  for (std::size_t i = 0; i < in.size() / 4; ++i) {
+    const float v = static_cast<float>(i) * 0.5f;
+    std::memcpy(in.data() + 4 * i, &v, 4);
+  }
+  g_device->write(*img, in.data(), in.size());
+  g_device->read(*img, out.data(), out.size());
+  EXPECT_EQ(in, out);
+}
+
+// Round-trip timing uses the host clock: it includes submission, so it is never shorter
+// than the device time of the same launches.
+TEST(Measure, RoundTripTimingCoversDeviceTime) {
+  ab::Workload w;
+  w.kernel = {"latency", "chase", {}};
+  w.range = ab::Range::linear(1, 1);
+  w.buffers = {{4096, [](ab::Bytes& b) { std::fill(b.begin(), b.end(), 0); }}, {4, nullptr}};
+  w.args = {ab::Arg::buf(0), ab::Arg::buf(1), ab::Arg::scalar<std::uint32_t>(0), ab::Arg::scalar<std::uint32_t>(1000)};
+  ab::Bound device = ab::bind(*g_device, w);
+  w.timing = ab::Timing::round_trip;
+  ab::Bound host = ab::bind(*g_device, w);
+  device.launch->run(1);
+  const double d = device.launch->time(5), h = host.launch->time(5);
+  EXPECT_GT(d, 0.0);
+  EXPECT_GE(h, d * 0.5) << "round trip " << h << " s vs device " << d << " s";
 }
 
 int main(int argc, char** argv) {

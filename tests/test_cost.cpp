@@ -68,10 +68,19 @@ TEST(Cost, NoClockNoCycles) {
 }
 
 TEST(Cost, ArithmeticAndEquality) {
-  Cost a{1, 2, 3, 4, 5};
+  Cost a{1, 2, 3, 4, 5, 0};
   Cost b = a * 2;
   EXPECT_EQ(b, (Cost{2, 4, 6, 8, 10}));
   b += a;
   EXPECT_EQ(b, (Cost{3, 6, 9, 12, 15}));
   EXPECT_NE(b.str().find("flops 3"), std::string::npos);
+}
+
+TEST(Cost, CallsBecomeCallsPerSecond) {
+  Cost c;
+  c.calls = 64;
+  auto cs = counters(c, 0);
+  ASSERT_NE(find(cs, "call_per_s"), nullptr);
+  EXPECT_EQ(find(cs, "call_per_s")->flags, Counter::kIsIterationInvariantRate);
+  EXPECT_EQ(find(cs, "flop_per_s"), nullptr);
 }
