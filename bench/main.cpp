@@ -31,6 +31,10 @@ archbench options:
                          the device name (H100). Default: the first GPU, else the first device.
   --sweep=quick|full     quick (default; also ARCHBENCH_SWEEP) runs a few minutes on a CPU;
                          full sweeps every size, work-group count and byte count.
+  --record[=SUITE]       write the JSON to results/<device>/<driver>/<SUITE>.json (SUITE
+                         defaults to <backend>-<sweep>; the root is ARCHBENCH_RESULTS_ROOT
+                         when set) with 5 repetitions unless given: a baseline that
+                         tools/archbench_compare.py can test for regressions
   --help                 this text, then Google Benchmark's options
 
 Environment: ARCHBENCH_DEVICE, ARCHBENCH_SWEEP, ARCHBENCH_RESULTS_DIR (see above);
@@ -126,13 +130,16 @@ int main(int argc, char** argv) {
   std::string selector = std::getenv("ARCHBENCH_DEVICE") ? std::getenv("ARCHBENCH_DEVICE") : "";
   std::string sweep = std::getenv("ARCHBENCH_SWEEP") ? std::getenv("ARCHBENCH_SWEEP") : "quick";
   bool list_devices = false, help = false, listing_tests = false;
-  bool has_out = false, has_min_time = false, has_reps = false;
+  bool has_out = false, has_min_time = false, has_reps = false, record = false;
+  std::string suite;
   std::vector<std::string> gb{args[0]};
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--list-devices") list_devices = true;
     else if (starts_with(a, "--device=")) selector = a.substr(9);
     else if (starts_with(a, "--sweep=")) sweep = a.substr(8);
+    else if (a == "--record") record = true;
+    else if (starts_with(a, "--record=")) record = true, suite = a.substr(9);
     else if (a == "--help" || a == "-h") help = true;
     else {
       has_out |= starts_with(a, "--benchmark_out=");
@@ -208,19 +215,27 @@ int main(int argc, char** argv) {
             ->Unit(benchmark::kMicrosecond);
       }
     add_context(info, sweep);
+    if (record && has_out) {
+      std::cerr << "archbench: --record chooses the output file; drop --benchmark_out\n";
+      return 2;
+    }
     if (!has_out && !listing_tests && !help) {
+      const char* root_env = std::getenv("ARCHBENCH_RESULTS_ROOT");
       const char* dir_env = std::getenv("ARCHBENCH_RESULTS_DIR");
-      const std::filesystem::path dir = dir_env ? dir_env : "results/local";
+      const std::filesystem::path dir =
+          record ? std::filesystem::path(root_env ? root_env : "results") / slug(info.name) / slug(info.driver_version)
+                 : std::filesystem::path(dir_env ? dir_env : "results/local");
       std::error_code ec;
       std::filesystem::create_directories(dir, ec);
-      const auto out = dir / ("archbench-" + slug(info.name) + "-" + timestamp() + ".json");
+      const auto out = record ? dir / ((suite.empty() ? info.backend + "-" + sweep : suite) + ".json")
+                              : dir / ("archbench-" + slug(info.name) + "-" + timestamp() + ".json");
       gb.push_back("--benchmark_out=" + out.string());
       gb.push_back("--benchmark_out_format=json");
       std::cerr << "archbench: running on " << ab::short_name(info) << "; JSON goes to " << out.string() << "\n";
     }
   }
   if (!has_min_time) gb.push_back("--benchmark_min_time=0.1");
-  if (!has_reps) gb.push_back("--benchmark_repetitions=3");
+  if (!has_reps) gb.push_back(record ? "--benchmark_repetitions=5" : "--benchmark_repetitions=3");
 
   std::vector<char*> gb_argv;
   for (std::string& s : gb) gb_argv.push_back(s.data());

@@ -398,6 +398,15 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
+def write_file(path, text):
+    """Write text to path, or raise InputError saying why it could not be written."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise InputError(f"{path}: cannot write: {e.strerror or e}") from None
+
+
 def main(argv=None):
     """Run the comparison; returns the exit code."""
     args = parse_args(argv)
@@ -413,11 +422,7 @@ def main(argv=None):
         diff = context_diff(base_ctx, new_ctx)
         sys.stdout.write(render(report, diff, args, args.format == "markdown"))
         if args.markdown:
-            try:
-                with open(args.markdown, "w", encoding="utf-8") as f:
-                    f.write(render(report, diff, args, True))
-            except OSError as e:
-                raise InputError(f"{args.markdown}: cannot write: {e.strerror or e}") from None
+            write_file(args.markdown, render(report, diff, args, True))
     except InputError as e:
         print(f"archbench_compare: error: {e}", file=sys.stderr)
         return 2

@@ -214,11 +214,7 @@ def main(argv=None):
         device, groups = collect(args.results, args.device)
         sys.stdout.write(render(groups, args.format == "markdown"))
         if args.plot:
-            try:
-                with open(args.plot, "w", encoding="utf-8") as f:
-                    f.write(svg_chart(groups, device))
-            except OSError as e:
-                raise ac.InputError(f"{args.plot}: cannot write: {e.strerror or e}") from None
+            ac.write_file(args.plot, svg_chart(groups, device))
     except ac.InputError as e:
         print(f"archbench_history: error: {e}", file=sys.stderr)
         return 2
