@@ -5,4 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ci/deps.sh
 ci/build.sh
-ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure "$@"
+# The regression check first, verbosely, so that its comparison shows in the log; then the rest.
+ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -V -R '^regression$' "$@"
+ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -E '^regression$' "$@"

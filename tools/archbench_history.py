@@ -5,7 +5,8 @@ Usage: archbench_history.py [--device SUBSTRING] [--results DIR] [--format conso
                             [--plot FILE.svg]
 
 Reads every results JSON under DIR (default results/), keeps the runs whose context "device"
-contains SUBSTRING (case-insensitive), groups them by (driver_version, runtime_version) and
+contains SUBSTRING (case-insensitive), groups them by (driver_version, runtime_version,
+archbench_version: a change of the benchmarks themselves is a confound like a driver's) and
 prints one row per group, sorted by run date: best compute rate per type (median over the
 repetitions, max over benchmarks; flop_per_s, or op_per_s for int), best byte_per_s of
 memory/*/triad, memory/*/copy and all memory/, and the median ns_per_access of latency/ at
@@ -93,7 +94,7 @@ def headlines(benches):
 
 
 def collect(folder, device):
-    """(device, groups of its runs: [(driver, runtime, first date, run count, headlines)] by date)."""
+    """(device, groups of its runs: [(driver, runtime, archbench, first date, run count, headlines)] by date)."""
     files = ac.result_files(folder)
     runs, devices = [], set()
     for path in files:
@@ -113,7 +114,8 @@ def collect(folder, device):
     for context, entries in runs:
         if device.lower() not in str(context.get("device", "")).lower():
             continue
-        key = (str(context.get("driver_version", "?")), str(context.get("runtime_version", "?")))
+        key = (str(context.get("driver_version", "?")), str(context.get("runtime_version", "?")),
+               str(context.get("archbench_version", "?")))
         g = groups.setdefault(key, {"date": math.inf, "label": "", "runs": 0, "benches": {}})
         when = run_time(context)
         if when <= g["date"]:
@@ -124,7 +126,7 @@ def collect(folder, device):
         raise ac.InputError(f"{folder}: no results for a device matching {device!r} "
                             f"(devices: {', '.join(sorted(devices)) or 'none'})")
     ordered = sorted(groups.items(), key=lambda kv: (kv[1]["date"], kv[0]))
-    return device, [(drv, rt, g["label"], g["runs"], headlines(g["benches"])) for (drv, rt), g in ordered]
+    return device, [(*key, g["label"], g["runs"], headlines(g["benches"])) for key, g in ordered]
 
 
 def fmt(value):
@@ -139,22 +141,22 @@ def fmt(value):
 
 def render(groups, markdown):
     """The table as console text or GitHub Markdown."""
-    cols = [c for c in headline_columns() if any(c[0] in g[4] for g in groups)]
-    header = ["driver_version", "runtime_version", "date", "runs"] + [label for _, label, _ in cols]
-    rows = [[drv, rt, date, str(n)] + [fmt(h.get(key)) for key, _, _ in cols] for drv, rt, date, n, h in groups]
+    cols = [c for c in headline_columns() if any(c[0] in g[-1] for g in groups)]
+    header = ["driver_version", "runtime_version", "archbench", "date", "runs"] + [label for _, label, _ in cols]
+    rows = [[drv, rt, ver, date, str(n)] + [fmt(h.get(key)) for key, _, _ in cols] for drv, rt, ver, date, n, h in groups]
     if markdown:
-        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * 3 + "---:|" * (len(header) - 3)]
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * 4 + "---:|" * (len(header) - 4)]
         lines += ["| " + " | ".join(ac.md(c) for c in row) + " |" for row in rows]
     else:
         widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
-        lines = ["  ".join(c.ljust(w) if i < 3 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+        lines = ["  ".join(c.ljust(w) if i < 4 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
                  for row in [header] + rows]
     return "\n".join(lines) + "\n"
 
 
 def svg_chart(groups, device):
     """An SVG of small line charts, one per headline metric, across the version groups."""
-    cols = [c for c in headline_columns() if any(c[0] in g[4] for g in groups)]
+    cols = [c for c in headline_columns() if any(c[0] in g[-1] for g in groups)]
     pw, ph, per_row = 320, 200, 3
     ncols = min(per_row, max(1, len(cols)))
     width, height = ncols * pw + 20, 50 + max(1, math.ceil(len(cols) / per_row)) * (ph + 70)
@@ -166,7 +168,7 @@ def svg_chart(groups, device):
     for idx, (key, label, higher) in enumerate(cols):
         x0, y0 = 10 + (idx % per_row) * pw + 55, 50 + (idx // per_row) * (ph + 70) + 20
         w, h = pw - 75, ph - 40
-        values = [g[4].get(key) for g in groups]
+        values = [g[-1].get(key) for g in groups]
         known = [v for v in values if v is not None]
         lo, hi = min(known), max(known)
         if hi == lo:
@@ -189,7 +191,9 @@ def svg_chart(groups, device):
             out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="#1f77b4"/>')
         for i, g in enumerate(groups):
             x = x0 + w * (i + 0.5) / n
-            text = escape((g[0] if len({r[1] for r in groups}) == 1 else f"{g[0]} / {g[1]}")[:24])
+            # The driver, with the runtime and the archbench version where those differ across groups.
+            parts = [g[0]] + [g[k] for k in (1, 2) if len({r[k] for r in groups}) > 1]
+            text = escape(" / ".join(parts)[:32])
             out.append(f'<text x="{x:.1f}" y="{y0 + h + 12}" text-anchor="end" '
                        f'transform="rotate(-30 {x:.1f} {y0 + h + 12})">{text}</text>')
     out.append("</svg>")

@@ -317,7 +317,22 @@ class HistoryTest(unittest.TestCase):
         code, md, _ = run(HISTORY, "--device", "H100", "--results", os.path.join(self.dir, "results"),
                           "--format", "markdown")
         self.assertEqual(code, 0)
-        self.assertTrue(md.startswith("| driver_version | runtime_version | date | runs |"), md)
+        self.assertTrue(md.startswith("| driver_version | runtime_version | archbench | date | runs |"), md)
+
+    def test_archbench_versions_are_separate_rows(self):
+        # The same driver measured by two archbench versions: the benchmarks themselves may have
+        # changed, so the runs are not merged into one row.
+        self.write_run("a/one.json", "550.54", "2024-05-01T10:00:00+00:00", 1.0)
+        rows = bench_rows("memory/opencl/triad", 1000.0, {"byte_per_s": 9e12}, cv=0.0)
+        write_results(os.path.join(self.dir, "results", "b", "two.json"), rows, driver_version="550.54",
+                      date="2024-05-02T10:00:00+00:00", archbench_version="0.2.0")
+        code, out, err = run(HISTORY, "--device", "h100", "--results", os.path.join(self.dir, "results"))
+        self.assertEqual(code, 0, out + err)
+        lines = out.strip().splitlines()
+        self.assertEqual(len(lines), 3, out)
+        self.assertIn("0.2.0", lines[2])
+        self.assertIn("9 T", lines[2])
+        self.assertNotIn("9 T", lines[1])
 
     def test_no_matching_device(self):
         self.write_run("a.json", "550.54", "2024-05-01T10:00:00+00:00", 1.0)
