@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fixtures/energy.hpp"
 #include "fixtures/measure.hpp"
 #include "fixtures/selection.hpp"
 #include "fixtures/workload.hpp"
@@ -35,9 +36,16 @@ archbench options:
                          defaults to <backend>-<sweep>; the root is ARCHBENCH_RESULTS_ROOT
                          when set) with 5 repetitions unless given: a baseline that
                          tools/archbench_compare.py can test for regressions
+  --energy               also measure energy (also ARCHBENCH_ENERGY=1): after each
+                         workload's timed loop, its launch runs back-to-back for 3 windows
+                         of at least 1 s and 50 sensor updates, read by NVML (NVIDIA) or
+                         PAPI (host RAPL); adds joule (per launch), watt, flop_per_joule /
+                         op_per_joule / byte_per_joule / call_per_joule and their *_err
+                         half-widths; idle power goes in the context (idle_watt). Where no
+                         sensor answers, the context's energy_meter says why.
   --help                 this text, then Google Benchmark's options
 
-Environment: ARCHBENCH_DEVICE, ARCHBENCH_SWEEP, ARCHBENCH_RESULTS_DIR (see above);
+Environment: ARCHBENCH_DEVICE, ARCHBENCH_SWEEP, ARCHBENCH_ENERGY, ARCHBENCH_RESULTS_DIR (see above);
   ARCHBENCH_CL_OPTIONS   extra OpenCL build options appended to every kernel's (they win);
                          recorded in the JSON context as cl_options
   ARCHBENCH_DUMP_DIR     save every compiled program there (PTX on NVIDIA) with its options
@@ -53,6 +61,7 @@ ending in '$' still matches); pick with --benchmark_filter=REGEX, e.g.
   --benchmark_filter='compute/opencl/mad/float'   --benchmark_filter='^memory/.*/triad'
 Counters: flop_per_s, op_per_s, byte_per_s, ns_per_access, cycles_per_access (at the
 device's reported max clock). Times are device time per launch (events, warm-up excluded).
+With --energy: joule (per launch), watt, *_per_joule, each with *_err (absolute half-width).
 )";
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
@@ -117,10 +126,52 @@ void add_context(const ab::DeviceInfo& d, const std::string& sweep) {
       {"images", d.images ? "yes" : "no"},
       // Zero copy: the device works in host memory, so "transfers" need not cross a bus.
       {"host_unified_memory", d.unified_memory ? "yes" : "no"},
+      {"pci_bus_id", d.pci_bus_id},
       {"sweep", sweep},
       {"cl_options", std::getenv("ARCHBENCH_CL_OPTIONS") ? std::getenv("ARCHBENCH_CL_OPTIONS") : ""},
   };
   for (const auto& [k, v] : facts) benchmark::AddCustomContext(k, v);
+}
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+// With --energy: the meter for the device, calibrated, with idle power measured once, all
+// said in the context. Returns the meter when it can be used, else nullptr (said once).
+std::unique_ptr<ab::EnergyMeter> open_energy(const ab::DeviceInfo& d, bool wanted) {
+  if (!wanted) {
+    benchmark::AddCustomContext("energy_meter", "none: --energy not given");
+    return nullptr;
+  }
+  std::unique_ptr<ab::EnergyMeter> m = ab::make_energy_meter(d);
+  ab::IdlePower idle;
+  try {
+    if (m->available()) m->calibrate();
+    if (m->available()) idle = ab::idle_power(*m);  // before any benchmark: nothing runs
+  } catch (const std::exception& e) {
+    m = ab::no_meter(std::string("the sensor failed: ") + e.what());
+  }
+  if (!m->available()) {
+    std::cerr << "archbench: --energy: no energy meter for " << ab::short_name(d) << ": " << m->why()
+              << "; benchmarks run without energy counters\n";
+    benchmark::AddCustomContext("energy_meter", "none: " + m->why());
+    return nullptr;
+  }
+  std::cerr << "archbench: --energy: " << m->method() << ", updates every " << num(m->period() * 1e3)
+            << " ms; windows of " << num(ab::energy_window_seconds(m->period())) << " s\n";
+  benchmark::AddCustomContext("energy_meter", m->method());
+  benchmark::AddCustomContext("energy_detail", m->detail());
+  benchmark::AddCustomContext("energy_period_s", num(m->period()));
+  benchmark::AddCustomContext("energy_quantum_j", num(m->quantum()));
+  benchmark::AddCustomContext("energy_window_s", num(ab::energy_window_seconds(m->period())));
+  benchmark::AddCustomContext("energy_windows", std::to_string(ab::kEnergyWindows));
+  benchmark::AddCustomContext("idle_watt", num(idle.watt));
+  benchmark::AddCustomContext("idle_watt_err", num(idle.watt_err));
+  std::cerr << "archbench: --energy: idle " << num(idle.watt) << " +- " << num(idle.watt_err) << " W\n";
+  return m;
 }
 
 }  // namespace
@@ -130,6 +181,7 @@ int main(int argc, char** argv) {
   std::string selector = std::getenv("ARCHBENCH_DEVICE") ? std::getenv("ARCHBENCH_DEVICE") : "";
   std::string sweep = std::getenv("ARCHBENCH_SWEEP") ? std::getenv("ARCHBENCH_SWEEP") : "quick";
   bool list_devices = false, help = false, listing_tests = false;
+  bool energy = std::getenv("ARCHBENCH_ENERGY") && std::string(std::getenv("ARCHBENCH_ENERGY")) == "1";
   bool has_out = false, has_min_time = false, has_reps = false, record = false;
   std::string suite;
   std::vector<std::string> gb{args[0]};
@@ -139,6 +191,7 @@ int main(int argc, char** argv) {
     else if (starts_with(a, "--device=")) selector = a.substr(9);
     else if (starts_with(a, "--sweep=")) sweep = a.substr(8);
     else if (a == "--record") record = true;
+    else if (a == "--energy") energy = true;
     else if (starts_with(a, "--record=")) record = true, suite = a.substr(9);
     else if (a == "--help" || a == "-h") help = true;
     else {
@@ -189,6 +242,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<ab::Device> device;
   std::deque<ab::Workload> workloads;  // stable addresses for the registered lambdas
   std::unique_ptr<ab::Measure> measure;
+  std::unique_ptr<ab::EnergyMeter> meter;  // outlives the benchmarks that read it
   if (!devices.empty()) {
     std::string error;
     const int chosen = ab::select_device(devices, selector, error);
@@ -215,6 +269,10 @@ int main(int argc, char** argv) {
             ->Unit(benchmark::kMicrosecond);
       }
     add_context(info, sweep);
+    if (!help) {
+      meter = open_energy(info, energy && !listing_tests);
+      measure->set_energy_meter(meter.get());
+    }
     if (record && has_out) {
       std::cerr << "archbench: --record chooses the output file; drop --benchmark_out\n";
       return 2;

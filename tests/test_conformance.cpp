@@ -53,6 +53,39 @@ TEST(Measure, TooLargeForTheDeviceIsSkippedWithTheReason) {
   }
 }
 
+// The energy pass on real launches: a sensor of constant power (the power-sampling meter fed
+// 50 W) must see windows of the lengthened duration filled with launches whose device time
+// is most of the window, and 50 W back.
+TEST(Measure, EnergyPassFillsItsWindowsWithLaunches) {
+  const ab::Workload* w = nullptr;
+  std::vector<ab::Workload> ws;
+  for (const ab::Family& f : ab::families())
+    if (std::string(f.name) == "compute") ws = f.build({g_device->info(), ab::Size::test});
+  for (const ab::Workload& c : ws)
+    if (c.skip.empty()) {
+      w = &c;
+      break;
+    }
+  ASSERT_NE(w, nullptr);
+  ab::Bound b = ab::bind(*g_device, *w);
+  auto meter = ab::make_sampling_meter([] { return 50.0; }, 0.01, "constant", "");
+  meter->calibrate();
+  ASSERT_TRUE(meter->available()) << meter->why();
+  b.launch->run(1);
+  const double once = b.launch->time(1);
+  std::vector<ab::EnergyWindow> windows;
+  const ab::EnergyFigures e =
+      ab::measure_energy(*meter, [&](int n) { return b.launch->time(n); }, once, &windows);
+  ASSERT_EQ(windows.size(), static_cast<std::size_t>(ab::kEnergyWindows));
+  for (const ab::EnergyWindow& x : windows) {
+    EXPECT_GE(x.seconds, ab::energy_window_seconds(meter->period()));
+    EXPECT_GT(x.device_seconds, 0.5 * x.seconds) << "launches fill too little of the window";
+  }
+  EXPECT_NEAR(e.watt, 50, e.watt_err + 0.5);
+  EXPECT_GT(e.joule, 0);
+  std::cout << w->name << ": " << e.joule << " +- " << e.joule_err << " J per launch at " << e.watt << " W\n";
+}
+
 // A workload the family marked as impossible here is skipped with the family's reason.
 TEST(Measure, FamilySkipReasonIsKept) {
   ab::Workload w;
