@@ -45,7 +45,8 @@ archbench options:
                          sensor answers, the context's energy_meter says why.
   --help                 this text, then Google Benchmark's options
 
-Environment: ARCHBENCH_DEVICE, ARCHBENCH_SWEEP, ARCHBENCH_ENERGY, ARCHBENCH_RESULTS_DIR (see above);
+Environment: ARCHBENCH_DEVICE, ARCHBENCH_SWEEP, ARCHBENCH_ENERGY, ARCHBENCH_RESULTS_DIR,
+  ARCHBENCH_RESULTS_ROOT (see above);
   ARCHBENCH_CL_OPTIONS   extra OpenCL build options appended to every kernel's (they win);
                          recorded in the JSON context as cl_options
   ARCHBENCH_DUMP_DIR     save every compiled program there (PTX on NVIDIA) with its options
@@ -59,8 +60,11 @@ Defaults archbench sets unless you pass them yourself:
 Names are family/backend/variant/axis:value (Google Benchmark adds /manual_time; a filter
 ending in '$' still matches); pick with --benchmark_filter=REGEX, e.g.
   --benchmark_filter='compute/opencl/mad/float'   --benchmark_filter='^memory/.*/triad'
-Counters: flop_per_s, op_per_s, byte_per_s, ns_per_access, cycles_per_access (at the
-device's reported max clock). Times are device time per launch (events, warm-up excluded).
+Counters: flop_per_s, op_per_s, byte_per_s, call_per_s, ns_per_access, cycles_per_access
+(at the device's reported max clock), and relative to a baseline of the same run: slowdown
+(divergence), speedup (scalability). Times are per launch: device events with the queue held
+(warm-up excluded), or the host clock where that is what is measured (launch round_trip,
+mapped transfers). Every benchmark is checked against its host reference before it is timed.
 With --energy: joule (per launch), watt, *_per_joule, each with *_err (absolute half-width).
 )";
 
