@@ -70,6 +70,12 @@ With --energy: joule (per launch), watt, *_per_joule, each with *_err (absolute 
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 
+// An environment variable's value, or `fallback` where it is not set.
+std::string env(const char* name, const std::string& fallback = "") {
+  const char* v = std::getenv(name);
+  return v ? v : fallback;
+}
+
 std::string slug(const std::string& s) {
   std::string out;
   for (unsigned char c : s) {
@@ -132,7 +138,7 @@ void add_context(const ab::DeviceInfo& d, const std::string& sweep) {
       {"host_unified_memory", d.unified_memory ? "yes" : "no"},
       {"pci_bus_id", d.pci_bus_id},
       {"sweep", sweep},
-      {"cl_options", std::getenv("ARCHBENCH_CL_OPTIONS") ? std::getenv("ARCHBENCH_CL_OPTIONS") : ""},
+      {"cl_options", env("ARCHBENCH_CL_OPTIONS")},
   };
   for (const auto& [k, v] : facts) benchmark::AddCustomContext(k, v);
 }
@@ -182,10 +188,10 @@ std::unique_ptr<ab::EnergyMeter> open_energy(const ab::DeviceInfo& d, bool wante
 
 int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
-  std::string selector = std::getenv("ARCHBENCH_DEVICE") ? std::getenv("ARCHBENCH_DEVICE") : "";
-  std::string sweep = std::getenv("ARCHBENCH_SWEEP") ? std::getenv("ARCHBENCH_SWEEP") : "quick";
+  std::string selector = env("ARCHBENCH_DEVICE");
+  std::string sweep = env("ARCHBENCH_SWEEP", "quick");
   bool list_devices = false, help = false, listing_tests = false;
-  bool energy = std::getenv("ARCHBENCH_ENERGY") && std::string(std::getenv("ARCHBENCH_ENERGY")) == "1";
+  bool energy = env("ARCHBENCH_ENERGY") == "1";
   bool has_out = false, has_min_time = false, has_reps = false, record = false;
   std::string suite;
   std::vector<std::string> gb{args[0]};
@@ -214,6 +220,10 @@ int main(int argc, char** argv) {
   if (help) {
     std::cout << kUsage << "\nGoogle Benchmark options:\n";
     gb.push_back("--help");  // Google Benchmark prints its own flags and exits
+  }
+  if (record && has_out) {
+    std::cerr << "archbench: --record chooses the output file; drop --benchmark_out\n";
+    return 2;
   }
   if (sweep != "quick" && sweep != "full") {
     std::cerr << "archbench: --sweep must be quick or full, not '" << sweep << "'\n";
@@ -277,16 +287,11 @@ int main(int argc, char** argv) {
       meter = open_energy(info, energy && !listing_tests);
       measure->set_energy_meter(meter.get());
     }
-    if (record && has_out) {
-      std::cerr << "archbench: --record chooses the output file; drop --benchmark_out\n";
-      return 2;
-    }
     if (!has_out && !listing_tests && !help) {
-      const char* root_env = std::getenv("ARCHBENCH_RESULTS_ROOT");
-      const char* dir_env = std::getenv("ARCHBENCH_RESULTS_DIR");
       const std::filesystem::path dir =
-          record ? std::filesystem::path(root_env ? root_env : "results") / slug(info.name) / slug(info.driver_version)
-                 : std::filesystem::path(dir_env ? dir_env : "results/local");
+          record ? std::filesystem::path(env("ARCHBENCH_RESULTS_ROOT", "results")) / slug(info.name) /
+                       slug(info.driver_version)
+                 : std::filesystem::path(env("ARCHBENCH_RESULTS_DIR", "results/local"));
       std::error_code ec;
       std::filesystem::create_directories(dir, ec);
       const auto out = record ? dir / ((suite.empty() ? info.backend + "-" + sweep : suite) + ".json")
