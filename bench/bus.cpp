@@ -41,47 +41,141 @@ const char* memory_name(HostMemory m) {
     case HostMemory::pageable: return "pageable";
     case HostMemory::pinned: return "pinned";
     case HostMemory::mapped: return "mapped";
+    case HostMemory::managed: return "managed";
   }
   return "?";
 }
 
+const char* direction_name(Direction d) {
+  switch (d) {
+    case Direction::to_device: return "to_device";
+    case Direction::to_host: return "to_host";
+    case Direction::both: return "both";
+    case Direction::on_device: return "on_device";
+  }
+  return "?";
+}
+
+// One stretch of bytes that must have arrived: `len` bytes of `want` from `wo` must now be in
+// `got` from `go`. The check compares chunk by chunk (every `every`-th chunk) and tallies the
+// bytes it compared as read (moved towards the host) or written (towards the device).
+struct Moved {
+  bool from_inputs_device;  // want is the device buffer as uploaded (else the host side as filled)
+  bool into_device;         // got is the device buffer after the launch (else the host side)
+  std::size_t wo, go, len;
+  bool counts_as_read;
+};
+
+std::string compare(const std::vector<Bytes>& in, const std::vector<Bytes>& out, const Moved& m, std::size_t every,
+                    Cost& t) {
+  const Bytes& want = m.from_inputs_device ? in[0] : in.back();
+  const Bytes& got = m.into_device ? out[0] : out.back();
+  if (want.size() < m.wo + m.len || got.size() < m.go + m.len) return "a side of the transfer is smaller than the buffer";
+  const std::size_t chunks = (m.len + kChunk - 1) / kChunk;
+  for (std::size_t c = 0; c < chunks; c += every) {
+    const std::size_t begin = c * kChunk, n = std::min(kChunk, m.len - begin);
+    const unsigned char* w = want.data() + m.wo + begin;
+    const unsigned char* g = got.data() + m.go + begin;
+    if (std::memcmp(w, g, n) != 0) {
+      std::size_t i = 0;
+      while (w[i] == g[i]) ++i;
+      return std::string(m.into_device ? "device buffer" : "host memory") + " byte " + std::to_string(m.go + begin + i) +
+             ": expected " + std::to_string(w[i]) + ", got " + std::to_string(g[i]) + " (" +
+             (m.from_inputs_device ? "the device held" : "the host sent") + " something else)";
+    }
+    (m.counts_as_read ? t.bytes_read : t.bytes_written) += double(n);
+  }
+  return std::string();
+}
+
+// A transfer of `bytes` (Direction in fixtures/device.hpp says which part goes where). The
+// transferred bytes are counted once, named as OpenCL names the command: towards the device
+// they are bytes_written, towards the host bytes_read, so byte_per_s is exactly the bytes
+// moved over the time (both directions together for `both`; for `on_device`, the half read
+// plus the half written, BabelStream's convention: nvbandwidth's device-local copy reports
+// half of that figure).
 Workload transfer(const Plan& plan, Direction dir, HostMemory mem, std::size_t bytes) {
-  const bool to_device = dir == Direction::to_device;
   Workload w;
-  w.name = name({"bus", plan.device.backend, std::string(to_device ? "to_device_" : "to_host_") + memory_name(mem),
-                 "bytes:" + std::to_string(bytes)});
+  const std::string variant = dir == Direction::on_device ? std::string("on_device_ce")  // the copy engine
+                                                          : std::string(direction_name(dir)) + "_" + memory_name(mem);
+  w.name = name({"bus", plan.device.backend, variant, "bytes:" + std::to_string(bytes)});
   w.buffers = {{bytes, [bytes](Bytes& b) { fill_random(b, 0xD0D0 + bytes); }}};  // the device side
   w.transfer = Transfer{{dir, mem}, [bytes](Bytes& b) { fill_random(b, 0x4057 + 3 * bytes); }};  // the host side
-  // The transferred bytes are counted once, named as OpenCL names the command: a host-to-device
-  // copy writes the buffer (bytes_written), a device-to-host copy reads it (bytes_read). So
-  // byte_per_s is exactly the transferred bytes over the time.
-  if (to_device)
-    w.cost.bytes_written = double(bytes);
-  else
-    w.cost.bytes_read = double(bytes);
-  // to_device: the device buffer (out[0]) must now hold what the host sent (in[last]);
-  // to_host: the host side (out[last]) must now hold the device buffer's contents (in[0]).
+  const std::size_t half = bytes / 2;
+  std::vector<Moved> moved;
+  switch (dir) {
+    case Direction::to_device: moved = {{false, true, 0, 0, bytes, false}}; break;
+    case Direction::to_host: moved = {{true, false, 0, 0, bytes, true}}; break;
+    case Direction::both: moved = {{false, true, 0, 0, half, false}, {true, false, half, half, bytes - half, true}}; break;
+    case Direction::on_device: moved = {{true, true, 0, half, half, false}}; break;
+  }
+  for (const Moved& m : moved) (m.counts_as_read ? w.cost.bytes_read : w.cost.bytes_written) += double(m.len);
+  if (dir == Direction::on_device) w.cost.bytes_read += double(half);  // the copy engine reads the first half
   w.check = [=](const std::vector<Bytes>& in, const std::vector<Bytes>& out, std::size_t every, Cost& t) {
-    const Bytes& want = to_device ? in.back() : in[0];
-    const Bytes& got = to_device ? out[0] : out.back();
-    if (want.size() < bytes || got.size() < bytes) return std::string("a side of the transfer is smaller than the buffer");
-    const std::size_t chunks = (bytes + kChunk - 1) / kChunk;
-    for (std::size_t c = 0; c < chunks; c += every) {
-      const std::size_t begin = c * kChunk, n = std::min(kChunk, bytes - begin);
-      if (std::memcmp(want.data() + begin, got.data() + begin, n) != 0) {
-        std::size_t i = begin;
-        while (want[i] == got[i]) ++i;
-        return std::string(to_device ? "device buffer" : "host memory") + " byte " + std::to_string(i) + " of " +
-               std::to_string(bytes) + ": expected " + std::to_string(want[i]) + ", got " + std::to_string(got[i]) +
-               (to_device ? " (the host sent something else)" : " (the device held something else)");
-      }
-      if (to_device)
-        t.bytes_written += double(n);
-      else
-        t.bytes_read += double(n);
+    for (const Moved& m : moved) {
+      if (auto e = compare(in, out, m, every, t); !e.empty()) return e;
+      if (dir == Direction::on_device) t.bytes_read = t.bytes_written;  // one read per byte written
     }
     return std::string();
   };
+  return w;
+}
+
+// Seed 001 section 6 (Fig. 6): per launch, `bytes` of doubles go to the device (copied for
+// pageable and pinned memory; zero copy and managed memory are used in place), `reuse` kernel
+// passes add 1 to every double, the data comes back and the host adds 1 to every double.
+// Bytes as the seed counts them: 2 x size x (reuse + 1) per launch (each pass reads and writes
+// every double). Timed by the host clock, since the host pass is part of it.
+Workload reuse(const Plan& plan, HostMemory mem, std::size_t bytes, int passes) {
+  Workload w;
+  w.name = name({"bus", plan.device.backend, std::string("reuse_") + memory_name(mem),
+                 "bytes:" + std::to_string(bytes), "reuse:" + std::to_string(passes)});
+  w.buffers = {{bytes, nullptr}};
+  w.transfer = Transfer{{Direction::to_device, mem, passes}, [bytes](Bytes& b) { fill_uniform<double>(b, bytes, 1.0, 2.0); }};
+  w.timing = Timing::round_trip;
+  const double moved = double(bytes) * (passes + 1);
+  w.cost.bytes_read = moved;
+  w.cost.bytes_written = moved;
+  w.check = [=](const std::vector<Bytes>& in, const std::vector<Bytes>& out, std::size_t every, Cost& t) {
+    const Bytes& before = in.back();
+    const Bytes& after = out.back();
+    const std::size_t n = bytes / sizeof(double), per_chunk = kChunk / sizeof(double);
+    for (std::size_t c = 0; c * per_chunk < n; c += every) {
+      for (std::size_t i = c * per_chunk; i < std::min(n, (c + 1) * per_chunk); ++i) {
+        const double want = get<double>(before, i) + (passes + 1), got = get<double>(after, i);
+        if (got != want) return differs(i, want, got) + " (after " + std::to_string(passes) + " device passes and one host pass)";
+        t.bytes_read += double(sizeof(double)) * (passes + 1);
+        t.bytes_written += double(sizeof(double)) * (passes + 1);
+      }
+    }
+    return std::string();
+  };
+  return w;
+}
+
+// Device to device by an SM kernel (the copy-engine twin is the on_device transfer): the
+// buffer's first half copied to its second half, 16 bytes per thread per step.
+Workload sm_copy(const Plan& plan, std::size_t bytes) {
+  const DeviceInfo& d = plan.device;
+  Workload w;
+  w.name = name({"bus", d.backend, "on_device_sm", "bytes:" + std::to_string(bytes)});
+  w.kernel = {"bus", "sm_copy", {}};
+  const std::size_t half = bytes / 2;
+  const std::size_t threads = std::min<std::size_t>(std::max<unsigned>(d.compute_units, 1) * 2048, std::max<std::size_t>(half / 16, 1));
+  const std::size_t local = std::min<std::size_t>(256, threads);
+  w.range = Range::linear(threads / local * local, local);
+  w.buffers = {{bytes, [bytes](Bytes& b) { fill_random(b, 0x5C0B + bytes); }}};
+  w.args = {Arg::buf(0), Arg::scalar<std::uint64_t>(half)};
+  w.cost.bytes_read = double(half);
+  w.cost.bytes_written = double(half);
+  w.check = [=](const std::vector<Bytes>& in, const std::vector<Bytes>& out, std::size_t every, Cost& t) {
+    std::vector<Bytes> as_transfer = {in[0], in[0]};  // compare() reads the uploaded device side as in[0]
+    const Moved m{true, true, 0, half, half, false};
+    auto e = compare(as_transfer, out, m, every, t);
+    t.bytes_read = t.bytes_written;
+    return e;
+  };
+  if (half % 16) w.skip = "the SM copy moves 16-byte words: the half buffer must be a multiple of 16 bytes";
   return w;
 }
 
@@ -112,6 +206,32 @@ std::vector<Workload> build(const Plan& plan) {
   for (Direction dir : {Direction::to_device, Direction::to_host})
     for (HostMemory mem : {HostMemory::pageable, HostMemory::pinned, HostMemory::mapped})
       for (std::size_t b : sizes(plan)) out.push_back(transfer(plan, dir, mem, b));
+  if (plan.device.backend != "cuda") return out;
+  // CUDA (nvbandwidth's tests and seed 001's study): both directions at once from pinned memory,
+  // device to device by the copy engine and by the SMs, and the reuse study.
+  for (std::size_t b : sizes(plan)) {
+    out.push_back(transfer(plan, Direction::both, HostMemory::pinned, b));
+    out.push_back(transfer(plan, Direction::on_device, HostMemory::pinned, b));
+    out.push_back(sm_copy(plan, b));
+  }
+  // Working set against reuse: quick 1, 16 and 256 MiB with 1, 16 and 256 passes; full every
+  // 4x from 64 KiB to 1 GiB with 1 to 1024 passes.
+  std::vector<std::size_t> sets;
+  std::vector<int> reuses;
+  if (plan.size == Size::test) {
+    sets = {std::size_t(64) << 10};
+    reuses = {1, 3};
+  } else if (plan.size == Size::quick) {
+    sets = {std::size_t(1) << 20, std::size_t(16) << 20, std::size_t(256) << 20};
+    reuses = {1, 16, 256};
+  } else {
+    for (std::size_t b = std::size_t(64) << 10; b <= (std::size_t(1) << 30); b *= 4) sets.push_back(b);
+    for (int r = 1; r <= 1024; r *= 4) reuses.push_back(r);
+  }
+  for (HostMemory mem : {HostMemory::pageable, HostMemory::pinned, HostMemory::mapped, HostMemory::managed})
+    for (std::size_t b : sets)
+      for (int r : reuses)
+        if (!plan.device.max_alloc || b <= plan.device.max_alloc) out.push_back(reuse(plan, mem, b, r));
   return out;
 }
 

@@ -3,7 +3,9 @@
 //  - dispatch: device events over back-to-back launches (Measure's batches): the device's
 //    time per launch, the gaps between kernels included, host submission excluded;
 //  - round_trip: host clock around enqueue + clFinish of each single launch: what a caller
-//    that waits for every kernel pays.
+//    that waits for every kernel pays;
+//  - graph (CUDA): the batch of launches captured once in a CUDA graph and replayed; device
+//    time per kernel of the graph (what graphs save against stream launches, dispatch).
 // Axis items: one work-item, or a full device's worth (256 per compute unit; 2048 per
 // compute unit as well in the full sweep), to see what the work-groups themselves cost.
 // Nothing is counted: the time per launch (Google Benchmark's time column, us) is the result.
@@ -21,8 +23,8 @@ Workload empty(const Plan& plan, Timing timing, std::size_t items) {
   const DeviceInfo& d = plan.device;
   const std::size_t local = std::min<std::size_t>({256, d.max_work_group, items});
   Workload w;
-  w.name = name({"launch", d.backend, "empty", timing == Timing::device ? "dispatch" : "round_trip",
-                 "items:" + std::to_string(items)});
+  const char* how = timing == Timing::device ? "dispatch" : timing == Timing::graph ? "graph" : "round_trip";
+  w.name = name({"launch", d.backend, "empty", how, "items:" + std::to_string(items)});
   w.kernel = {"launch", "empty", {}};
   w.range = Range::linear(items / local * local, local);
   w.timing = timing;
@@ -42,7 +44,9 @@ std::vector<Workload> build(const Plan& plan) {
                                                                : cu * 256};
   if (plan.size == Size::full) sizes.push_back(cu * 2048);
   std::vector<Workload> out;
-  for (Timing t : {Timing::device, Timing::round_trip})
+  std::vector<Timing> timings = {Timing::device, Timing::round_trip};
+  if (d.backend == "cuda") timings.push_back(Timing::graph);
+  for (Timing t : timings)
     for (std::size_t items : sizes) out.push_back(empty(plan, t, items));
   return out;
 }

@@ -27,9 +27,10 @@ Usage: archbench [archbench options] [Google Benchmark options]
 archbench options:
   --list-devices         print every device with its facts and its selector, then exit
   --device=SELECTOR      device to run on (also: environment variable ARCHBENCH_DEVICE).
-                         SELECTOR is an exact selector from --list-devices (opencl:0.1),
-                         an index (0), a backend (opencl), a type (gpu, cpu), or part of
-                         the device name (H100). Default: the first GPU, else the first device.
+                         SELECTOR is an exact selector from --list-devices (cuda:0,
+                         opencl:0.1), an index (0), a backend (cuda, opencl), a type (gpu,
+                         cpu), or part of the device name (H100). Default: the first GPU
+                         (CUDA before OpenCL), else the first device.
   --sweep=quick|full     quick (default; also ARCHBENCH_SWEEP) runs a few minutes on a CPU;
                          full sweeps every size, work-group count and byte count.
   --record[=SUITE]       write the JSON to results/<device>/<driver>/<SUITE>.json (SUITE
@@ -49,7 +50,14 @@ Environment: ARCHBENCH_DEVICE, ARCHBENCH_SWEEP, ARCHBENCH_ENERGY, ARCHBENCH_RESU
   ARCHBENCH_RESULTS_ROOT (see above);
   ARCHBENCH_CL_OPTIONS   extra OpenCL build options appended to every kernel's (they win);
                          recorded in the JSON context as cl_options
-  ARCHBENCH_DUMP_DIR     save every compiled program there (PTX on NVIDIA) with its options
+  ARCHBENCH_CUDA_OPTIONS extra NVRTC options appended to every CUDA kernel's (they win);
+                         recorded in the JSON context as cuda_options
+  ARCHBENCH_CUDA_ARCH    compile CUDA kernels for this target instead of the device's own
+                         (default sm_XY, sm_90a on Hopper so that wgmma can be measured)
+  ARCHBENCH_CUDA_INCLUDE the CUDA toolkit's include folder for NVRTC (cuda_fp16.h); default:
+                         the one found at build time (a bundle sets it to its own copy)
+  ARCHBENCH_DUMP_DIR     save every compiled program there (OpenCL: the driver's binary, PTX
+                         on NVIDIA; CUDA: PTX and cubin) with its options
 
 Defaults archbench sets unless you pass them yourself:
   --benchmark_min_time=0.1 --benchmark_repetitions=3 (the console shows the median;
@@ -63,8 +71,8 @@ ending in '$' still matches); pick with --benchmark_filter=REGEX, e.g.
 Counters: flop_per_s, op_per_s, byte_per_s, call_per_s, ns_per_access, cycles_per_access
 (at the device's reported max clock), and relative to a baseline of the same run: slowdown
 (divergence), speedup (scalability). Times are per launch: device events with the queue held
-(warm-up excluded), or the host clock where that is what is measured (launch round_trip,
-mapped transfers). Every benchmark is checked against its host reference before it is timed.
+(warm-up excluded; CUDA holds the stream with a spin kernel), or the host clock where that is
+what is measured (launch round_trip, OpenCL mapped transfers, the CUDA reuse study). Every benchmark is checked against its host reference before it is timed.
 With --energy: joule (per launch), watt, *_per_joule, each with *_err (absolute half-width).
 )";
 
@@ -136,9 +144,12 @@ void add_context(const ab::DeviceInfo& d, const std::string& sweep) {
       {"images", d.images ? "yes" : "no"},
       // Zero copy: the device works in host memory, so "transfers" need not cross a bus.
       {"host_unified_memory", d.unified_memory ? "yes" : "no"},
+      {"bf16", d.bf16 ? "yes" : "no"},
+      {"arch", d.arch},
       {"pci_bus_id", d.pci_bus_id},
       {"sweep", sweep},
       {"cl_options", env("ARCHBENCH_CL_OPTIONS")},
+      {"cuda_options", env("ARCHBENCH_CUDA_OPTIONS")},
   };
   for (const auto& [k, v] : facts) benchmark::AddCustomContext(k, v);
 }

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Builds a relocatable bundle for compute nodes that have a GPU driver but no build tools:
 #   bundle/bin/    archbench and the test binaries
-#   bundle/lib/    the shared libraries a bare node lacks (Google Benchmark, the OpenCL ICD loader)
+#   bundle/lib/    the shared libraries a bare node lacks (Google Benchmark, the OpenCL ICD loader,
+#                  PAPI; NVRTC and its builtins library for the CUDA backend)
+#   bundle/include/ the CUDA headers NVRTC needs at run time (cuda_fp16.h, cuda_bf16.h, ...)
 #   bundle/tests/  the smoke test and the results tools' tests
 #   bundle/run.sh  sets up the library path and an OpenCL vendor list that includes the
 #                  NVIDIA driver's libnvidia-opencl.so.1 when present, then runs archbench
 # Usage: ci/bundle.sh [DEST]   (default: bundle/). Then copy DEST anywhere and run DEST/run.sh.
+# ARCHBENCH_BUNDLE_CUDA=node leaves NVRTC (about 110 MB) and the CUDA headers to the node's
+# own CUDA toolkit of the same major version (found through CUDA_HOME or /usr/local/cuda).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest="${1:-bundle}"
@@ -14,6 +18,9 @@ build="${BUILD_DIR:-build}"
 rm -rf "$dest"
 mkdir -p "$dest/bin" "$dest/lib" "$dest/tests"
 cp "$build/archbench" "$build/tests/archbench_unit" "$build/tests/archbench_conformance" "$dest/bin/"
+[ -x "$build/tests/archbench_cuda_compile" ] && cp "$build/tests/archbench_cuda_compile" "$dest/bin/"
+cuda_from_node=0
+[ "${ARCHBENCH_BUNDLE_CUDA:-}" = node ] && cuda_from_node=1
 cp tests/smoke.py "$dest/tests/"
 cp ci/node-run.sh "$dest/"
 cp -r tools "$dest/tools"
@@ -23,15 +30,45 @@ for bin in "$dest"/bin/*; do
 done | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
     libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libgcc_s.so*|libstdc++.so*) ;;
+    libnvrtc.so*)
+      if [ "$cuda_from_node" = 0 ]; then
+        cp -L "$lib" "$dest/lib/"
+        # NVRTC loads its builtins library by name at run time: ldd does not list it.
+        cp -L "$(dirname "$lib")"/libnvrtc-builtins.so.* "$dest/lib/" 2>/dev/null || true
+      fi ;;
     *) cp -L "$lib" "$dest/lib/" ;;
   esac
 done
+# The headers NVRTC includes for the CUDA kernels (the prelude includes cuda_fp16.h and
+# cuda_bf16.h, which pull in these).
+inc="$(sed -n 's/^CUDAToolkit_BIN_DIR:PATH=//p' "$build/CMakeCache.txt")"
+inc="${inc%/bin}/include"
+if [ -e "$inc/cuda_fp16.h" ] && [ "$cuda_from_node" = 0 ]; then
+  mkdir -p "$dest/include"
+  for f in cuda_fp16.h cuda_fp16.hpp cuda_bf16.h cuda_bf16.hpp cuda_fp8.h cuda_fp8.hpp vector_types.h \
+           vector_functions.h vector_functions.hpp device_types.h host_defines.h builtin_types.h driver_types.h \
+           surface_types.h texture_types.h cuda_runtime_api.h crt nv; do
+    [ -e "$inc/$f" ] && cp -rL "$inc/$f" "$dest/include/"
+  done
+fi
 cat > "$dest/run.sh" <<'RUN'
 #!/usr/bin/env bash
 # Runs the bundled archbench (or, with --test, its tests) on this node.
 set -euo pipefail
 here="$(cd "$(dirname "$(readlink -f "$0")")" && pwd)"
 export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# NVRTC's headers: the bundle's own copy, else the node's CUDA toolkit.
+if [ -z "${ARCHBENCH_CUDA_INCLUDE:-}" ]; then
+  for d in "$here/include" "${CUDA_HOME:-/nonexistent}/include" /usr/local/cuda/include; do
+    if [ -e "$d/cuda_fp16.h" ]; then export ARCHBENCH_CUDA_INCLUDE="$d"; break; fi
+  done
+fi
+# A bundle made with ARCHBENCH_BUNDLE_CUDA=node takes NVRTC from the node's toolkit.
+if [ ! -e "$here/lib/libnvrtc.so.13" ]; then
+  for d in "${CUDA_HOME:-/nonexistent}/lib64" /usr/local/cuda/lib64; do
+    if [ -d "$d" ]; then export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$d"; break; fi
+  done
+fi
 if [ -z "${OCL_ICD_VENDORS:-}" ]; then
   # The node's registered OpenCL vendors, plus NVIDIA's driver library if it is installed
   # but not registered (common on container images that only list PoCL).
@@ -50,6 +87,11 @@ if [ "${1:-}" = "--test" ]; then
   rc=0
   "$here/bin/archbench_unit" || rc=1
   "$here/bin/archbench_conformance" "$@" || rc=1
+  # The same on the first CUDA GPU (it skips where there is none), and the NVRTC compile check.
+  if [ -x "$here/bin/archbench_cuda_compile" ]; then
+    "$here/bin/archbench_cuda_compile" || rc=1
+    ARCHBENCH_DEVICE=cuda "$here/bin/archbench_conformance" "$@"; r=$?; [ $r = 0 ] || [ $r = 77 ] || rc=1
+  fi
   python3 "$here/tests/smoke.py" "$here/bin/archbench" || rc=1
   exit $rc
 fi
