@@ -60,7 +60,8 @@ TEST(Measure, EnergyPassFillsItsWindowsWithLaunches) {
   const ab::Workload* w = nullptr;
   std::vector<ab::Workload> ws;
   for (const ab::Family& f : ab::families())
-    if (std::string(f.name) == "compute") ws = f.build({g_device->info(), ab::Size::test});
+    // The quick size: launches of about a millisecond, long against the submission of a batch.
+    if (std::string(f.name) == "compute") ws = f.build({g_device->info(), ab::Size::quick});
   for (const ab::Workload& c : ws)
     if (c.skip.empty()) {
       w = &c;
