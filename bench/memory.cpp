@@ -135,7 +135,8 @@ Workload load_store(const Plan& plan, int width) {
   const std::string vt = width == 1 ? "float" : "float" + std::to_string(width);
   Workload w;
   w.name = name({"memory", plan.device.backend, "load_store", vt});
-  w.kernel = {"memory", "load_store", {{"VT", vt}}};
+  // W: the CUDA kernel has no floatN types; it reads vec<float, W> (OpenCL ignores it).
+  w.kernel = {"memory", "load_store", {{"VT", vt}, {"W", std::to_string(width)}}};
   w.range = Range::linear(items, local_for(plan.device, items));
   w.buffers = {{bytes, [](Bytes& b) { fill_uniform<float>(b, 11, -1.0, 1.0); }}, {bytes, nullptr}};
   w.args = {Arg::buf(0), Arg::buf(1)};

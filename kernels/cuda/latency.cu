@@ -1,0 +1,12 @@
+// latency: one thread chases pointers (seed 000 Fig. 6 and Fig. 10), the CUDA twin of
+// kernels/opencl/latency.cl. The chain is a random single cycle over the cache lines of the
+// working set, so every hop waits for the last; the last index is stored so nothing is dead.
+// The loads are plain global loads through L1 and L2, as in the OpenCL kernel.
+#include "archbench.cuh"
+
+extern "C" __global__ void chase(const uint* __restrict__ chain, uint* __restrict__ out, const uint start,
+                                 const uint hops) {
+  uint p = start;
+  for (uint i = 0; i < hops; ++i) p = chain[p];
+  out[0] = p;
+}
