@@ -1,9 +1,12 @@
 // compute: add, mul and mad throughput per type and vector width, and mad against the
-// number of work-groups (seed 000 Table I and Figs. 7-8; seed 002 section 2.1).
+// number of work-groups (seed 000 Table I and Figs. 7-8; seed 002 section 2.1). Types: int,
+// float, double, half, and bfloat where the device has bf16 arithmetic (CUDA; 16-bit floats of
+// even width run as packed pairs, HFMA2 and its bf16 twin).
 #include <cmath>
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 
 #ifndef CPU_CHAINS
 #define CPU_CHAINS 16
@@ -23,6 +26,34 @@ const char* op_name(Op op) { return op == Op::add ? "add" : op == Op::mul ? "mul
 struct Half {
   std::uint16_t bits;
 };
+// bfloat16 is stored as its bits (the top half of a float: 8 significant bits).
+struct BFloat {
+  std::uint16_t bits;
+};
+
+// Rounds d to bfloat16 once, to nearest even, straight from the double (rounding to float
+// first could round twice). Subnormals step by 2^-133; beyond the largest finite, infinity.
+std::uint16_t double_to_bfloat(double d) {
+  if (std::isnan(d)) return 0x7fc0;
+  const std::uint16_t sign = std::signbit(d) ? 0x8000 : 0;
+  const double m = std::fabs(d);
+  if (m == 0) return sign;
+  int e;
+  std::frexp(m, &e);                                          // m in [2^(e-1), 2^e)
+  const int lsb = std::max(e - 8, -133);                      // weight of the last kept bit
+  const double v = std::ldexp(std::nearbyint(std::ldexp(m, -lsb)), lsb);  // ties to even
+  if (v >= 0x1p128) return sign | 0x7f80;
+  const float f = static_cast<float>(v);  // exact: 8 significant bits in float's range
+  std::uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return sign | static_cast<std::uint16_t>(u >> 16);
+}
+double bfloat_to_double(std::uint16_t b) {
+  const std::uint32_t u = std::uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
 
 template <class H>
 struct Arith {
@@ -44,6 +75,19 @@ struct Arith<Half> {
   static Half mad(Half x, Half p, Half q) { return r(f(x) * f(p) + f(q)); }  // exact in double here
   static double value(Half x) { return f(x); }
   static Half from(double d) { return r(d); }
+};
+
+// __hfma, __hadd, __hmul (and their packed twins) on bfloat16 compute exactly and round
+// once; the exact result of one step fits a double here, so rounding it once matches.
+template <>
+struct Arith<BFloat> {
+  static double f(BFloat x) { return bfloat_to_double(x.bits); }
+  static BFloat r(double d) { return {double_to_bfloat(d)}; }
+  static BFloat add(BFloat x, BFloat p) { return r(f(x) + f(p)); }
+  static BFloat mul(BFloat x, BFloat p) { return r(f(x) * f(p)); }
+  static BFloat mad(BFloat x, BFloat p, BFloat q) { return r(f(x) * f(p) + f(q)); }
+  static double value(BFloat x) { return f(x); }
+  static BFloat from(double d) { return r(d); }
 };
 
 struct Shape {
@@ -113,6 +157,9 @@ Workload make(const Plan& plan, Op op, const Type& t, int width, const Shape& s,
                     for (std::size_t i = 0; i < b.size() / sizeof(H); ++i) put<H>(b, i, static_cast<H>(r.next() | 1));
                   } else if constexpr (std::is_same_v<H, Half>) {
                     fill_uniform<std::uint16_t>(b, seed, 1.0, 2.0);
+                  } else if constexpr (std::is_same_v<H, BFloat>) {
+                    Rng r(seed);
+                    for (std::size_t i = 0; i < b.size() / 2; ++i) put<BFloat>(b, i, {double_to_bfloat(1.0 + r.uniform())});
                   } else {
                     fill_uniform<H>(b, seed, 1.0, 2.0);
                   }
@@ -121,6 +168,13 @@ Workload make(const Plan& plan, Op op, const Type& t, int width, const Shape& s,
   const auto [da, db] = scalars<H>(op);
   const H a = A::from(da), b = A::from(db);
   w.args = {Arg::buf(0), Arg::buf(1), Arg::scalar(a), Arg::scalar(b)};
+  if constexpr (std::is_same_v<H, Half> || std::is_same_v<H, BFloat>) {
+    // The CUDA kernel takes 16-bit scalars as packed pairs (compute.cu says why).
+    struct Pair {
+      H lo, hi;
+    };
+    if (plan.device.backend == "cuda") w.args = {Arg::buf(0), Arg::buf(1), Arg::scalar(Pair{a, a}), Arg::scalar(Pair{b, b})};
+  }
   if (is_int) w.cost.int_ops = per_item * s.items;
   else w.cost.flops = per_item * s.items;
 
@@ -174,17 +228,20 @@ Shape filling(const Plan& plan, int width, int chains) {
 std::vector<Workload> build(const Plan& plan) {
   std::vector<Workload> out;
   const std::string be = plan.device.backend;
-  const Type types[] = {{"int", "uint"}, {"float", "float"}, {"double", "double"}, {"half", "half"}};
+  // bfloat (CUDA's __nv_bfloat16) only where the device has bf16 arithmetic: never OpenCL.
+  const Type types[] = {{"int", "uint"}, {"float", "float"}, {"double", "double"}, {"half", "half"}, {"bfloat", "bfloat"}};
   for (Op op : {Op::add, Op::mul, Op::mad})
     for (const Type& t : types)
       for (int width : {1, 2, 4, 8, 16}) {
+        if (std::string(t.name) == "bfloat" && !plan.device.bf16) continue;
         const Shape s = filling(plan, width, chains_for(plan.device, width));
         const std::string label = name({"compute", be, op_name(op), t.name + (width == 1 ? "" : std::to_string(width))});
         const std::string tn = t.name;
         if (tn == "int") out.push_back(make<std::uint32_t>(plan, op, t, width, s, label));
         else if (tn == "float") out.push_back(make<float>(plan, op, t, width, s, label));
         else if (tn == "double") out.push_back(make<double>(plan, op, t, width, s, label));
-        else out.push_back(make<Half>(plan, op, t, width, s, label));
+        else if (tn == "half") out.push_back(make<Half>(plan, op, t, width, s, label));
+        else out.push_back(make<BFloat>(plan, op, t, width, s, label));
       }
   // Throughput against the number of work-groups (seed 000 Figs. 7 and 8): float mad.
   const Shape full = filling(plan, 1, chains_for(plan.device, 1));

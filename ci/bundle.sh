@@ -82,6 +82,18 @@ if [ -z "${OCL_ICD_VENDORS:-}" ]; then
   fi
   export OCL_ICD_VENDORS="$icd"
 fi
+if [ "${1:-}" = "--memcheck" ]; then
+  # compute-sanitizer's memcheck over the CUDA conformance test (every CUDA kernel at test size;
+  # the energy-window test is left out: it only times launches, for seconds, under the tool).
+  shift
+  san="$(command -v compute-sanitizer || true)"
+  for c in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-sanitizer/compute-sanitizer; do
+    [ -z "$san" ] && [ -x "$c" ] && san="$c"
+  done
+  [ -n "$san" ] || { echo "run.sh --memcheck: compute-sanitizer not found" >&2; exit 2; }
+  ARCHBENCH_DEVICE=cuda exec "$san" --tool memcheck --error-exitcode 1 --print-limit 20 \
+    "$here/bin/archbench_conformance" --gtest_filter='-Measure.Energy*' "$@"
+fi
 if [ "${1:-}" = "--test" ]; then
   shift
   rc=0
