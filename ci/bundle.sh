@@ -95,15 +95,18 @@ if [ "${1:-}" = "--memcheck" ]; then
     "$here/bin/archbench_conformance" --gtest_filter='-Measure.Energy*' "$@"
 fi
 if [ "${1:-}" = "--test" ]; then
+  # Unit tests; conformance on every backend's first device (a backend without a device here
+  # skips); the NVRTC compile check; the smoke test on the default device.
   shift
   rc=0
   "$here/bin/archbench_unit" || rc=1
-  "$here/bin/archbench_conformance" "$@" || rc=1
-  # The same on the first CUDA GPU (it skips where there is none), and the NVRTC compile check.
-  if [ -x "$here/bin/archbench_cuda_compile" ]; then
-    "$here/bin/archbench_cuda_compile" || rc=1
-    ARCHBENCH_DEVICE=cuda "$here/bin/archbench_conformance" "$@"; r=$?; [ $r = 0 ] || [ $r = 77 ] || rc=1
-  fi
+  for be in cuda opencl; do
+    r=0
+    ARCHBENCH_DEVICE="${ARCHBENCH_DEVICE:-$be}" "$here/bin/archbench_conformance" "$@" || r=$?
+    [ $r = 0 ] || [ $r = 77 ] || rc=1
+    [ -n "${ARCHBENCH_DEVICE:-}" ] && break  # the device was chosen: test that one only
+  done
+  if [ -x "$here/bin/archbench_cuda_compile" ]; then "$here/bin/archbench_cuda_compile" || rc=1; fi
   python3 "$here/tests/smoke.py" "$here/bin/archbench" || rc=1
   exit $rc
 fi

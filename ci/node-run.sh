@@ -8,7 +8,8 @@ here="$(cd "$(dirname "$(readlink -f "$0")")" && pwd)"
 out="${1:?usage: node-run.sh OUTDIR [archbench args]}"
 shift
 mkdir -p "$out"
-export ARCHBENCH_DEVICE="${ARCHBENCH_DEVICE:-gpu}"
+chosen="${ARCHBENCH_DEVICE:-}"  # tests: every backend unless a device was chosen; the suite: the GPU
+export ARCHBENCH_DEVICE="$chosen"
 {
   date -u
   uname -a
@@ -23,5 +24,6 @@ if [ "${ARCHBENCH_SKIP_TESTS:-0}" != 1 ]; then
     echo "memcheck: exit $?" | tee -a "$out/memcheck.log"
   fi
 fi
-ARCHBENCH_RESULTS_DIR="$out" ARCHBENCH_RESULTS_ROOT="${ARCHBENCH_RESULTS_ROOT:-$out}" "$here/run.sh" "$@" > "$out/run.log" 2>&1
+ARCHBENCH_DEVICE="${chosen:-gpu}" ARCHBENCH_RESULTS_DIR="$out" ARCHBENCH_RESULTS_ROOT="${ARCHBENCH_RESULTS_ROOT:-$out}" \
+  "$here/run.sh" "$@" > "$out/run.log" 2>&1
 echo "suite: exit $?" | tee -a "$out/run.log"
