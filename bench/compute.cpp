@@ -66,29 +66,24 @@ struct Arith {
   static double value(H x) { return static_cast<double>(x); }
   static H from(double d) { return static_cast<H>(d); }
 };
-template <>
-struct Arith<Half> {
-  static double f(Half x) { return half_to_float(x.bits); }
-  static Half r(double d) { return {double_to_half(d)}; }
-  static Half add(Half x, Half p) { return r(f(x) + f(p)); }
-  static Half mul(Half x, Half p) { return r(f(x) * f(p)); }
-  static Half mad(Half x, Half p, Half q) { return r(f(x) * f(p) + f(q)); }  // exact in double here
-  static double value(Half x) { return f(x); }
-  static Half from(double d) { return r(d); }
+// 16-bit floats, stored as their bits: each step is computed exactly in double and rounded
+// once, as OpenCL's half arithmetic and CUDA's __hfma/__hadd/__hmul (and their packed twins)
+// on half and bfloat16 do; the exact result of one step fits a double here.
+template <class H, double (*F)(std::uint16_t), std::uint16_t (*R)(double)>
+struct Arith16 {
+  static double f(H x) { return F(x.bits); }
+  static H r(double d) { return {R(d)}; }
+  static H add(H x, H p) { return r(f(x) + f(p)); }
+  static H mul(H x, H p) { return r(f(x) * f(p)); }
+  static H mad(H x, H p, H q) { return r(f(x) * f(p) + f(q)); }
+  static double value(H x) { return f(x); }
+  static H from(double d) { return r(d); }
 };
-
-// __hfma, __hadd, __hmul (and their packed twins) on bfloat16 compute exactly and round
-// once; the exact result of one step fits a double here, so rounding it once matches.
+double half_to_double(std::uint16_t h) { return half_to_float(h); }
 template <>
-struct Arith<BFloat> {
-  static double f(BFloat x) { return bfloat_to_double(x.bits); }
-  static BFloat r(double d) { return {double_to_bfloat(d)}; }
-  static BFloat add(BFloat x, BFloat p) { return r(f(x) + f(p)); }
-  static BFloat mul(BFloat x, BFloat p) { return r(f(x) * f(p)); }
-  static BFloat mad(BFloat x, BFloat p, BFloat q) { return r(f(x) * f(p) + f(q)); }
-  static double value(BFloat x) { return f(x); }
-  static BFloat from(double d) { return r(d); }
-};
+struct Arith<Half> : Arith16<Half, half_to_double, double_to_half> {};
+template <>
+struct Arith<BFloat> : Arith16<BFloat, bfloat_to_double, double_to_bfloat> {};
 
 struct Shape {
   std::size_t items, local;

@@ -243,17 +243,10 @@ int main(int argc, char** argv) {
 
   // Devices of every backend.
   std::vector<std::unique_ptr<ab::Backend>> backends = ab::backends();
-  std::vector<ab::DeviceInfo> devices;
-  std::vector<ab::Backend*> owner;
-  std::string problems;
-  for (auto& b : backends) {
-    std::string problem;
-    for (ab::DeviceInfo& d : b->devices(problem)) {
-      devices.push_back(std::move(d));
-      owner.push_back(b.get());
-    }
-    if (!problem.empty()) problems += b->name() + ": " + problem + "\n";
-  }
+  ab::Found found = ab::find_devices(backends);
+  std::vector<ab::DeviceInfo>& devices = found.devices;
+  const std::vector<ab::Backend*>& owner = found.owner;
+  const std::string& problems = found.problems;
   if (list_devices) {
     std::cout << (devices.empty() ? "no devices found\n" : ab::describe_devices(devices));
     if (!problems.empty()) std::cout << problems;

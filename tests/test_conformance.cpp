@@ -156,21 +156,13 @@ int main(int argc, char** argv) {
   testing::InitGoogleTest(&argc, argv);
   // Every backend's devices; ARCHBENCH_DEVICE picks one as archbench's --device does.
   std::vector<std::unique_ptr<ab::Backend>> backends = ab::backends();
-  std::vector<ab::DeviceInfo> devices;
-  std::vector<ab::Backend*> owner;
-  std::string problems;
-  for (auto& b : backends) {
-    std::string problem;
-    for (ab::DeviceInfo& d : b->devices(problem)) {
-      devices.push_back(std::move(d));
-      owner.push_back(b.get());
-    }
-    if (!problem.empty()) problems += " " + b->name() + ": " + problem + ";";
-  }
+  const ab::Found found = ab::find_devices(backends);
+  const std::vector<ab::DeviceInfo>& devices = found.devices;
+  const std::string& problems = found.problems;
   const char* sel = std::getenv("ARCHBENCH_DEVICE");
   const std::string selector = sel ? sel : "";
   if (devices.empty()) {
-    std::cout << "SKIPPED: no device:" << problems << "\n";
+    std::cout << "SKIPPED: no device:\n" << problems;
     return 77;
   }
   std::string error;
@@ -179,13 +171,13 @@ int main(int argc, char** argv) {
     // A backend named that has no device here (ARCHBENCH_DEVICE=cuda in CI) is a skip.
     for (auto& b : backends)
       if (selector == b->name()) {
-        std::cout << "SKIPPED: no " << selector << " device:" << problems << "\n";
+        std::cout << "SKIPPED: no " << selector << " device:\n" << problems;
         return 77;
       }
     std::cerr << "ARCHBENCH_DEVICE=" << selector << ": " << error << "\n";
     return 2;
   }
-  std::unique_ptr<ab::Device> device = owner[chosen]->open(devices[chosen]);
+  std::unique_ptr<ab::Device> device = found.owner[chosen]->open(devices[chosen]);
   g_device = device.get();
   std::cout << "Conformance on " << ab::short_name(devices[chosen]) << "\n";
   const ab::Plan plan{devices[chosen], ab::Size::test};
