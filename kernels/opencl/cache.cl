@@ -1,0 +1,44 @@
+// cache: read and read-modify-write bandwidth against the working set, with the reuse inside
+// the kernel (seed 001 section 4, GPU "Kernel A": the trials loop inside the kernel), so that
+// each level of the hierarchy shows as a plateau: L1 while a compute unit's share of the
+// working set fits its L1, the last-level cache while the whole set fits it, device memory
+// beyond.
+// cache_read sweeps overlapping windows (below); cache_rmw, whose updates must not race, cuts
+// the working set into `slices` contiguous slices of `slice_vecs` uint4 (16-byte vector
+// loads) and work-group g sweeps slice g % slices `reps` times, work-item l taking vectors
+// l, l + wg, l + 2 wg, ... (coalesced). When there are fewer slices than work-groups the
+// groups share slices (the host decides; see bench/cache.cpp).
+// Integer data so that the host can replay every load exactly:
+//  - cache_read stores one uint per work-item, the wrapping sum of every lane it loaded, so
+//    no load is dead;
+//  - cache_rmw updates in place, x = x * a + b per pass (wrapping uint arithmetic).
+
+// cache_read: work-group g sweeps a window of `win` vectors starting at vector g * step of the
+// working set (wrapping at `vecs`), `reps` times: a compute unit's footprint is its groups'
+// windows whatever the number of groups, so L1 holds sets up to a window, the last-level cache
+// sets up to its size, and beyond that the windows come from device memory.
+__kernel void cache_read(__global const uint4* restrict data, __global uint* restrict out, const uint vecs,
+                         const uint win, const uint step, const uint reps) {
+  const uint l = (uint)get_local_id(0), wg = (uint)get_local_size(0);
+  const uint start = (uint)(((ulong)get_group_id(0) * step) % vecs);
+  uint4 acc = (uint4)(0u);
+  for (uint r = 0; r < reps; ++r) {
+#pragma unroll 4
+    for (uint i = l; i < win; i += wg) {
+      uint k = start + i;
+      if (k >= vecs) k -= vecs;
+      acc += data[k];
+    }
+  }
+  out[get_global_id(0)] = acc.x + acc.y + acc.z + acc.w;
+}
+
+__kernel void cache_rmw(__global uint4* restrict data, const uint slices, const uint slice_vecs, const uint reps,
+                        const uint a, const uint b) {
+  const uint l = (uint)get_local_id(0), wg = (uint)get_local_size(0);
+  __global uint4* s = data + (size_t)(get_group_id(0) % slices) * slice_vecs;
+  for (uint r = 0; r < reps; ++r) {
+#pragma unroll 4
+    for (uint i = l; i < slice_vecs; i += wg) s[i] = s[i] * a + b;
+  }
+}
