@@ -6,7 +6,8 @@
 // per octave (full).
 //
 // read: each work-group sweeps a window of min(working set, W) bytes starting at its own
-// offset g * (working set / groups), wrapping around, `reps` times inside the kernel. W is
+// offset (g * (working set / groups)) mod (working set - window + 1), so windows never wrap,
+// `reps` times inside the kernel. W is
 // 128 KiB on a GPU (within an SM's L1) and 16 KiB on a CPU (within a core's L1d). A compute
 // unit's footprint is then the working set itself up to W (every group reads all of it: the
 // L1 plateau), its groups' windows beyond that (misses L1: the last-level cache's plateau while
@@ -96,22 +97,23 @@ Workload read(const Plan& plan, const Geometry& g) {
   Workload w;
   const std::size_t items = g.groups * g.wg, nk = g.win_vecs / g.wg, wg = g.wg;
   const std::size_t vecs = g.bytes() / kVec;
-  const std::uint32_t nv = std::uint32_t(vecs), win = std::uint32_t(g.win_vecs), step = std::uint32_t(g.step),
+  const std::size_t span = vecs - g.win_vecs + 1;  // window starts: a window never wraps
+  const std::uint32_t sp = std::uint32_t(span), win = std::uint32_t(g.win_vecs), step = std::uint32_t(g.step),
                       reps = g.reps;
   w.name = name({"cache", plan.device.backend, "read", "bytes:" + std::to_string(g.bytes())});
-  w.kernel = {"cache", "cache_read", {}};
+  w.kernel = {"cache", "cache_read", {{"WG", std::to_string(g.wg)}}};
   w.range = Range::linear(items, g.wg);
   w.buffers = {{g.bytes(), [](Bytes& b) { Rng r(0xcac4e); for (std::size_t i = 0; i < b.size() / 4; ++i) put<std::uint32_t>(b, i, std::uint32_t(r.next() >> 40)); }},
                {items * 4, nullptr}};
-  w.args = {Arg::buf(0), Arg::buf(1), Arg::scalar(nv), Arg::scalar(win), Arg::scalar(step), Arg::scalar(reps)};
+  w.args = {Arg::buf(0), Arg::buf(1), Arg::scalar(sp), Arg::scalar(win), Arg::scalar(step), Arg::scalar(reps)};
   const double per_item = double(reps) * nk * kVec;
   w.cost.bytes_read = per_item * items;
   w.check = [=](const std::vector<Bytes>& in, const std::vector<Bytes>& out, std::size_t every, Cost& t) {
     for (std::size_t gid = 0; gid < items; gid += every) {
-      const std::size_t start = (gid / wg) * std::size_t(step) % vecs, l = gid % wg;
+      const std::size_t start = (gid / wg) * std::size_t(step) % span, l = gid % wg;
       std::uint32_t once = 0;  // the lanes of one sweep; reps sweeps add it reps times
       for (std::size_t k = 0; k < nk; ++k) {
-        const std::size_t v = (start + l + k * wg) % vecs;
+        const std::size_t v = start + l + k * wg;
         for (int lane = 0; lane < 4; ++lane) once += get<std::uint32_t>(in[0], v * 4 + lane);
       }
       const std::uint32_t want = once * reps, got = get<std::uint32_t>(out[1], gid);

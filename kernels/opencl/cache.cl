@@ -13,25 +13,29 @@
 //    no load is dead;
 //  - cache_rmw updates in place, x = x * a + b per pass (wrapping uint arithmetic).
 
-// cache_read: work-group g sweeps a window of `win` vectors starting at vector g * step of the
-// working set (wrapping at `vecs`), `reps` times: a compute unit's footprint is its groups'
-// windows whatever the number of groups, so L1 holds sets up to a window, the last-level cache
-// sets up to its size, and beyond that the windows come from device memory.
-__kernel void cache_read(__global const uint4* restrict data, __global uint* restrict out, const uint vecs,
-                         const uint win, const uint step, const uint reps) {
-  const uint l = (uint)get_local_id(0), wg = (uint)get_local_size(0);
-  const uint start = (uint)(((ulong)get_group_id(0) * step) % vecs);
-  uint4 acc = (uint4)(0u);
+// cache_read: work-group g sweeps the window of `win` vectors from vector (g * step) % span,
+// span = vecs - win + 1 (so that a window never wraps), `reps` times: a compute unit's
+// footprint is its groups' windows whatever the number of groups, so L1 holds sets up to a
+// window, the last-level cache sets up to its size, and beyond that the windows come from
+// device memory. WG (the work-group size) is a compile-time value; the stored value is the
+// wrapping sum of every lane loaded.
+#ifdef WG  // cache_read only (the rmw kernel is built without it)
+__kernel void cache_read(__global const uint4* data, __global uint* restrict out, const uint span, const uint win,
+                         const uint step, const uint reps) {
+  __global const uint4* p = data + (uint)(((ulong)get_group_id(0) * step) % span) + get_local_id(0);
+  const uint nk = win / WG;
+  uint a0 = 0, a1 = 0;
   for (uint r = 0; r < reps; ++r) {
-#pragma unroll 4
-    for (uint i = l; i < win; i += wg) {
-      uint k = start + i;
-      if (k >= vecs) k -= vecs;
-      acc += data[k];
+#pragma unroll 8
+    for (uint k = 0; k < nk; ++k) {
+      const uint4 v = p[(size_t)k * WG];
+      a0 += v.x + v.y;
+      a1 += v.z + v.w;
     }
   }
-  out[get_global_id(0)] = acc.x + acc.y + acc.z + acc.w;
+  out[get_global_id(0)] = a0 + a1;
 }
+#endif  // WG
 
 __kernel void cache_rmw(__global uint4* restrict data, const uint slices, const uint slice_vecs, const uint reps,
                         const uint a, const uint b) {
