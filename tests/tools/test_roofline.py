@@ -220,7 +220,24 @@ class ToolTest(unittest.TestCase):
         code, out, err = run(write(self.p("r.json"), rows), "--svg", self.p("r.svg"))
         self.assertEqual(code, 0, err)
         self.assertIn("acceptance: NOT met", out)
-        self.assertIn("memory-bound: 0/1 within 10%", out)
+        self.assertIn("memory-bound 0/1 within 10%", out)
+
+    def test_knee_points_are_reported_not_judged(self):
+        # The ridge of 66 TFLOP/s over ~2.9 TB/s is at ~23 FLOP/byte: a point at AI 16 is in the
+        # knee (within 4x), far below the roof, and must not fail the acceptance; the arms pass.
+        rows = synthetic_rows(flops=False)
+        rows += bench_rows("flops/cuda/dram/float/flops:1", 1000, {"flop_per_s": 0.35e12, "byte_per_s": 2.8e12})
+        rows += bench_rows("flops/cuda/dram/float/flops:128", 1000, {"flop_per_s": 30e12, "byte_per_s": 1.9e12})
+        rows += bench_rows("flops/cuda/dram/float/flops:1024", 1000, {"flop_per_s": 63e12, "byte_per_s": 0.25e12})
+        code, out, err = run(write(self.p("r.json"), rows), "--svg", self.p("r.svg"), "--json", self.p("m.json"))
+        self.assertEqual(code, 0, err)
+        doc = json.load(open(self.p("m.json")))
+        knee = [r for r in doc["roof_check"] if r.get("knee")]
+        self.assertEqual([r["benchmark"].split("/manual_time")[0] for r in knee], ["flops/cuda/dram/float/flops:128"])
+        self.assertLess(knee[0]["ratio"], 0.9)
+        self.assertTrue(doc["acceptance"]["met"])
+        self.assertTrue(doc["acceptance"]["by_source"]["dram"]["met"])
+        self.assertIn("(1 knee points not judged)", out)
 
     def test_malformed_file(self):
         path = self.p("bad.json")
