@@ -266,7 +266,7 @@ int main(int argc, char** argv) {
     const int chosen = ab::select_device(devices, selector, error);
     if (chosen < 0) {
       std::cerr << "archbench: --device=" << selector << ": " << error << ". The devices are:\n"
-                << ab::describe_devices(devices);
+                << ab::describe_devices(devices) << problems;  // and why a backend has none
       return 2;
     }
     const ab::DeviceInfo& info = devices[chosen];
