@@ -539,15 +539,24 @@ def limits(xs, ys):
     return xlim, ylim
 
 
-def roofline_svg(model, bw, points, precision, title):
-    """The roofline chart as SVG text."""
+def chart_frame(model, bw, points, precision):
+    """The chart's lines and its (x, y) limits: every point, every ceiling and every ridge shows."""
     lines = chart_lines(model, bw, precision)
     peaks = [v for k, _, v, s in lines if k == "peak"]
     bws = [v for k, _, v, s in lines if k == "bw"]
     top = max(peaks, default=None)
     xs = [p["ai"] for p in points] + [top / b for b in bws if top] + [0.05, 50]
     ys = [p["flop_per_s"] for p in points] + peaks + [b * 0.05 for b in bws]
-    ax = LogLog(*limits(xs, ys))
+    xlim, ylim = limits(xs, ys)
+    return lines, xlim, ylim
+
+
+def roofline_svg(model, bw, points, precision, title):
+    """The roofline chart as SVG text."""
+    lines, xlim, ylim = chart_frame(model, bw, points, precision)
+    bws = [v for k, _, v, s in lines if k == "bw"]
+    top = max((v for k, _, v, s in lines if k == "peak"), default=None)
+    ax = LogLog(xlim, ylim)
     width, height = ax.x0 + ax.w + 40, ax.y0 + ax.h + 60
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
            f'font-family="sans-serif" font-size="11">', f'<rect width="{width}" height="{height}" fill="white"/>']
@@ -646,13 +655,9 @@ def write_png(path, model, bw, points, precision, title):
         import matplotlib.pyplot as plt
     except ImportError as e:
         return f"matplotlib is not importable by {sys.executable} ({e}); install python3-matplotlib"
-    lines = chart_lines(model, bw, precision)
+    lines, xlim, ylim = chart_frame(model, bw, points, precision)
     bws = [v for k, _, v, s in lines if k == "bw"]
-    peaks = [v for k, _, v, s in lines if k == "peak"]
-    top = max(peaks, default=None)
-    xs = [p["ai"] for p in points] + [top / b for b in bws if top] + [0.05, 50]
-    ys = [p["flop_per_s"] for p in points] + peaks + [b * 0.05 for b in bws]
-    xlim, ylim = limits(xs, ys)
+    top = max((v for k, _, v, s in lines if k == "peak"), default=None)
     fig, axis = plt.subplots(figsize=(10, 7))
     axis.set_xscale("log")
     axis.set_yscale("log")
