@@ -13,14 +13,18 @@
 //    arrays), so every element comes from and goes back to device memory. On a CPU the array
 //    is cut for the high-N points to keep a launch near 3e8 flops (those points are compute
 //    bound: where the data sits no longer matters there), never below one slice per group.
-//  - cache: a few work-groups per compute unit (GPU: 4, 64 KiB of float per SM), each
-//    re-sweeping its own small slice `passes` times inside the kernel (the reuse of the cache
-//    family), so the data stays in L1 (a CPU: the core's L1/L2). The bytes counted are the
-//    bytes the kernel moves between registers and that cache: 2 x sizeof(T) per element per
-//    pass; `passes` is chosen for about 1 ms a launch on a GPU, a few ms on a CPU.
-// Cost per launch: flops = N x elements x passes, bytes_read = bytes_written = sizeof(T) x
-// elements x passes. The reference replays the same chain with std::fma (x * a for N = 1) in
-// the same order, passes times, and compares bit for bit.
+//  - cache (kernel flops_cache): a few work-groups per compute unit (GPU: 4, 64 KiB of float
+//    per SM), each re-reading its own small slice `passes` times inside the kernel (the reuse
+//    of the cache family), so the data stays in L1 (a CPU: the core's L1/L2). The passes only
+//    read: each chain accumulates in a register (N = 1: one add; N >= 2: the first fma takes
+//    the accumulator as its addend) and the accumulators are stored once, because in-place
+//    stores would go through to L2 on NVIDIA (write-through L1) and bound every pass by L2
+//    writes. AI = N / sizeof(T) per pass (float: 1/4 .. 2048); `passes` is chosen for about
+//    1 ms a launch on a GPU, a few ms on a CPU.
+// Cost per launch: flops = N x elements x passes; dram: bytes_read = bytes_written = sizeof(T)
+// x elements; cache: bytes_read = sizeof(T) x elements x passes, bytes_written = sizeof(T) x
+// elements. The references replay the same chains with std::fma in the same order and compare
+// bit for bit.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -72,7 +76,7 @@ Geometry geometry(const Plan& plan, bool cache, std::uint32_t n_flops) {
   const double hz = (d.max_clock_mhz ? d.max_clock_mhz : 2000) * 1e6;
   const double flop_rate = cus * hz * (d.is_gpu ? 256.0 : 16.0) * (sizeof(T) == 8 ? 0.5 : 1.0);
   const double byte_rate = cus * hz * (d.is_gpu ? 64.0 : 3.0);
-  const double per_pass = std::max(g.elements() * 2 * s / byte_rate, double(g.elements()) * n_flops / flop_rate);
+  const double per_pass = std::max(g.elements() * s / byte_rate, double(g.elements()) * n_flops / flop_rate);
   const double seconds = d.is_gpu ? 1e-3 : 4e-3;
   g.passes = std::uint32_t(std::clamp(std::round(seconds / per_pass), 1.0, 1e6));
   return g;
@@ -88,19 +92,38 @@ Workload flops(const Plan& plan, bool cache, const char* tname, std::uint32_t n_
   const bool dbl = std::is_same_v<T, double>;
   Workload w;
   w.name = name({"flops", plan.device.backend, cache ? "cache" : "dram", tname, "flops:" + std::to_string(n_flops)});
-  w.kernel = {"flops", "flops", {{"T", tname}, {"IS_DOUBLE", dbl ? "1" : "0"}, {"CHAINS", std::to_string(kChains)}}};
+  w.kernel = {"flops", cache ? "flops_cache" : "flops",
+              {{"T", tname}, {"IS_DOUBLE", dbl ? "1" : "0"}, {"CHAINS", std::to_string(kChains)}}};
   w.range = Range::linear(g.wg * g.groups, g.wg);
   w.buffers = {{n * sizeof(T), [](Bytes& buf) { fill_uniform<T>(buf, 0xf10b5, 1.0, 2.0); }}};
   w.args = {Arg::buf(0), Arg::scalar(a), Arg::scalar(b), Arg::scalar(steps), Arg::scalar(passes),
             Arg::scalar(std::uint32_t(1))};
-  const Cost per{double(n_flops) * passes, 0, double(sizeof(T)) * passes, double(sizeof(T)) * passes, 0};
+  const double sz = sizeof(T);
+  const Cost per{double(n_flops) * passes, 0, sz * passes, cache ? sz : sz * passes, 0};  // per element
   w.cost = per * double(n);
+  const std::size_t wg = g.wg;
   w.check = [=](const std::vector<Bytes>& in, const std::vector<Bytes>& out, std::size_t every, Cost& t) {
     for (std::size_t i = 0; i < n; i += every) {
-      T x = get<T>(in[0], i);
-      for (std::uint32_t p = 0; p < passes; ++p) {
-        if (steps == 0) x = x * a;
-        for (std::uint32_t k = 0; k < steps; ++k) x = std::fma(x, a, b);
+      T x;
+      if (!cache) {  // element i, updated in place each pass
+        x = get<T>(in[0], i);
+        for (std::uint32_t p = 0; p < passes; ++p) {
+          if (steps == 0) x = x * a;
+          for (std::uint32_t k = 0; k < steps; ++k) x = std::fma(x, a, b);
+        }
+      } else {  // element i = chain c of its work-item: the accumulator over the rotated loads
+        const std::size_t slice = wg * kChains, base = i / slice * slice, c = i % slice / wg, l = i % wg;
+        x = T(0);
+        for (std::uint32_t p = 0; p < passes; ++p) {
+          const T v = get<T>(in[0], base + (c + p) % kChains * wg + l);
+          if (steps == 0) {
+            x = x + v;
+          } else {
+            T y = std::fma(v, a, x);
+            for (std::uint32_t k = 1; k < steps; ++k) y = std::fma(y, a, b);
+            x = y;
+          }
+        }
       }
       if (const T got = get<T>(out[0], i); got != x)
         return differs(i, double(x), double(got)) + " (element " + std::to_string(i) + " after " +

@@ -38,3 +38,40 @@ extern "C" __global__ void flops(T* __restrict__ data, const T a, const T b, con
     for (int c = 0; c < CHAINS; ++c) s[((c + rot) & (CHAINS - 1)) * wg] = x[c];
   }
 }
+
+// The cache points (flops.cl says why): read-only passes, the results accumulated in registers and stored once
+// at the end, so that every pass is served by the cache alone (NVIDIA's L1 is write-through:
+// in-place stores would make each pass an L2 write stream). Chain c keeps an accumulator; in
+// pass p it loads element j = (c + p * shift) % CHAINS and, for N = 1, adds it (one add);
+// for N = 2 steps, y = fma(x, a, acc), then steps - 1 more y = fma(y, a, b), and acc = y.
+// After the last pass, element c of the work-item holds acc of chain c.
+extern "C" __global__ void flops_cache(T* __restrict__ data, const T a, const T b, const uint steps, const uint passes,
+                          const uint shift) {
+  const uint wg = local_size();
+  T* s = data + size_t(group_id()) * wg * CHAINS + local_id();
+  T acc[CHAINS];
+#pragma unroll
+  for (int c = 0; c < CHAINS; ++c) acc[c] = T(0);
+  for (uint p = 0; p < passes; ++p) {
+    const uint rot = p * shift;
+    T y[CHAINS];
+#pragma unroll
+    for (int c = 0; c < CHAINS; ++c) y[c] = s[((c + rot) & (CHAINS - 1)) * wg];
+    if (steps == 0) {
+#pragma unroll
+      for (int c = 0; c < CHAINS; ++c) acc[c] = acc[c] + y[c];
+    } else {
+#pragma unroll
+      for (int c = 0; c < CHAINS; ++c) y[c] = fma_(y[c], a, acc[c]);
+#pragma unroll kUnroll
+      for (uint i = 1; i < steps; ++i) {
+#pragma unroll
+        for (int c = 0; c < CHAINS; ++c) y[c] = fma_(y[c], a, b);
+      }
+#pragma unroll
+      for (int c = 0; c < CHAINS; ++c) acc[c] = y[c];
+    }
+  }
+#pragma unroll
+  for (int c = 0; c < CHAINS; ++c) s[c * wg] = acc[c];
+}
