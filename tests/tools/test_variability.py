@@ -1,6 +1,6 @@
 """Tests for tools/archbench_merge.py and tools/archbench_variability.py (stdlib unittest):
 merge of synthetic rank results and the MAD test, with a planted slow GPU, a slow node, none,
-a failed rank and malformed input.
+a failed rank and malformed input; the peer matrix tool.
 
 Run from the repository root: python3 -m unittest discover -s tests/tools -v
 """
@@ -169,6 +169,39 @@ class MergeAndVariability(unittest.TestCase):
     def test_unit_label(self):
         self.assertEqual(am.unit_of({"host": "n0", "rank": "3", "device_selector": "cuda:1"}), "n0 rank 3 cuda:1")
         self.assertEqual(am.unit_of({"host": "n0", "device_selector": "cuda:1"}), "n0 cuda:1")
+
+
+
+class PeerMatrix(unittest.TestCase):
+    def test_matrix_from_per_device_names(self):
+        rows = []
+        for (variant, src, dst, counter, value) in [("ce_write", 0, 1, "byte_per_s", 150e9),
+                                                    ("ce_write", 1, 0, "byte_per_s", 140e9),
+                                                    ("latency", 1, 0, "ns_per_access", 1500.0)]:
+            name = f"peer/cuda/{variant}/src:{src}/dst:{dst}/bytes:268435456/manual_time"
+            for rep, scale in enumerate((0.9, 1.0, 1.1)):
+                rows.append({"name": name, "run_name": name, "run_type": "iteration", "repetition_index": rep,
+                             "real_time": 1.0, "time_unit": "us", counter: value * scale})
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "peer.json")
+            with open(path, "w") as f:
+                json.dump({"context": {"device": "H200"}, "benchmarks": rows}, f)
+            out = os.path.join(tmp, "matrix.json")
+            p = subprocess.run([sys.executable, os.path.join(TOOLS, "archbench_peer.py"), path, "--json", out],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            with open(out) as f:
+                doc = {(m["variant"], c["src"], c["dst"]): c["value"] for m in json.load(f) for c in m["cells"]}
+            self.assertAlmostEqual(doc[("ce_write", 0, 1)], 150.0)   # GB/s, the median
+            self.assertAlmostEqual(doc[("latency", 1, 0)], 1.5)      # us per access
+            self.assertIn("ce_write, 256 MiB (GB/s", p.stdout)
+            empty = os.path.join(tmp, "none.json")
+            with open(empty, "w") as f:
+                json.dump({"context": {}, "benchmarks": []}, f)
+            p = subprocess.run([sys.executable, os.path.join(TOOLS, "archbench_peer.py"), empty],
+                               capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2)
+            self.assertIn("no peer/cuda", p.stderr)
 
 
 if __name__ == "__main__":
