@@ -5,9 +5,11 @@
 // ICD loader's own symbol (dlsym RTLD_NEXT), and samples the program's threads with a timer
 // signal. Raw records (tools/trace/FORMAT.md) are written at exit to
 // $ARCHBENCH_TRACE_DIR/<prog>-<pid>.jsonl. Nothing is written for a process that never calls
-// OpenCL. Environment: ARCHBENCH_TRACE_DIR, ARCHBENCH_TRACE_RATE (samples per second per thread,
-// default 1000, 0 = none; wall clock: see Sampler in common.hpp), ARCHBENCH_TRACE_MAX_RECORDS
-// (default 1000000; the rest are counted as dropped).
+// OpenCL. Environment: ARCHBENCH_TRACE_DIR, ARCHBENCH_TRACE_SAMPLE_US (sampling interval per
+// thread, wall clock, default 1000; 0: none; see Sampler in common.hpp), ARCHBENCH_TRACE_MAX_RECORDS
+// (default 1000000; the rest are counted as dropped). When the CUDA tracer is injected into the
+// same process (CUDA_INJECTION64_PATH set), this one writes <prog>-<pid>-opencl.jsonl instead, so
+// that neither file overwrites the other.
 #define CL_TARGET_OPENCL_VERSION 300
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/cl.h>
@@ -19,6 +21,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -122,7 +125,10 @@ void add_plain(const std::string& body, const Frames* path) {
 // The path as a JSON array of symbolised frames.
 std::string path_json(const Frames& f) {
   std::string o = "[";
-  for (size_t i = 0; i < f.size(); ++i) o += (i ? "," : "") + quote(symbolize(f[i]));
+  for (size_t i = 0; i < f.size(); ++i) {
+    if (i) o += ',';
+    o += quote(symbolize(f[i]));
+  }
   return o + "]";
 }
 
@@ -144,8 +150,20 @@ void calibrate(cl_device_id dev, Device& d) {
   }
 }
 
-void enumerate_devices() {
+// The device's entry, numbered in the order devices are first seen. Caller holds the mutex.
+Device& known_device(cl_device_id dev) {
   State& s = st();
+  Device& d = s.devices[dev];
+  if (d.id.empty()) {
+    d.id = "d";
+    d.id += std::to_string(s.device_order.size());
+    s.device_order.push_back(dev);
+  }
+  return d;
+}
+
+// Every device of every platform, so that one never used can be named. Caller holds the mutex.
+void enumerate_devices() {
   cl_uint np = 0;
   if (REAL(clGetPlatformIDs)(0, nullptr, &np) != CL_SUCCESS || np == 0) return;
   std::vector<cl_platform_id> plats(np);
@@ -158,10 +176,7 @@ void enumerate_devices() {
     for (cl_device_id d : devs) {
       char name[256] = {0};
       REAL(clGetDeviceInfo)(d, CL_DEVICE_NAME, sizeof name - 1, name, nullptr);
-      Device& dev = s.devices[d];
-      dev.id = "d" + std::to_string(s.device_order.size());
-      dev.name = name;
-      s.device_order.push_back(d);
+      known_device(d).name = name;
     }
   }
 }
@@ -317,7 +332,10 @@ cl_int transfer(bool read, cl_command_queue q, cl_mem buf, cl_bool blocking, siz
 std::string json_sizes(cl_uint dim, const size_t* v) {
   if (!v) return "null";
   std::string o = "[";
-  for (cl_uint i = 0; i < dim; ++i) o += (i ? "," : "") + std::to_string(v[i]);
+  for (cl_uint i = 0; i < dim; ++i) {
+    if (i) o += ',';
+    o += std::to_string(v[i]);
+  }
   return o + "]";
 }
 
@@ -348,7 +366,19 @@ void new_program(cl_program prog, cl_context ctx, uint64_t hash) {
   s.programs[prog] = Program{new_id('p', s.counters[2]), hex64(hash), s.contexts.count(ctx) ? s.contexts[ctx] : "?"};
 }
 
-long g_rate = 1000;  // samples per second per thread (ARCHBENCH_TRACE_RATE); 0: none
+uint64_t g_interval_us = 1000;  // sampling interval per thread (ARCHBENCH_TRACE_SAMPLE_US); 0: none
+
+// open_trace_file's name, or <prog>-<pid>-opencl.jsonl beside a CUDA tracer's file.
+FILE* open_output(std::string* file) {
+  const char* cuda = getenv("CUDA_INJECTION64_PATH");
+  if (!cuda || !*cuda) return open_trace_file(file);
+  const char* dir = getenv("ARCHBENCH_TRACE_DIR");
+  *file = std::string(dir && *dir ? dir : ".") + "/" + program_invocation_short_name + "-" +
+          std::to_string(getpid()) + "-opencl.jsonl";
+  FILE* f = fopen(file->c_str(), "w");
+  if (!f) fprintf(stderr, "archbench trace: cannot write %s: %s\n", file->c_str(), strerror(errno));
+  return f;
+}
 
 void write_output() {
   State& s = st();
@@ -359,14 +389,14 @@ void write_output() {
   sweep(true);
   uint64_t end = now_ns();
   std::string file;
-  FILE* f = open_trace_file(&file);
+  FILE* f = open_output(&file);
   if (!f) return;
   bool all_timer = true;
   for (auto& [id, d] : s.devices) if (d.used && !d.timer) all_timer = false;
   JsonLine("process").str("api", "opencl").num("pid", getpid()).str("command", command_line())
       .unum("start_ns", s.start_ns).unum("end_ns", end)
       .str("clock", all_timer ? "device+host timer" : "aligned at enqueue")
-      .num("sample_rate_hz", g_rate).str("sample_clock", "wall").unum("samples_dropped", sampler().dropped())
+      .num("sample_rate_hz", g_interval_us ? int64_t(1000000 / g_interval_us) : 0).str("sample_clock", "wall").unum("samples_dropped", sampler().dropped())
       .unum("records_dropped", s.dropped).write(f);
   for (cl_device_id id : s.device_order) {
     Device& d = s.devices[id];
@@ -382,8 +412,12 @@ void write_output() {
       for (int i = 0; i < 4; ++i)
         line += ",\"" + std::string(names[i]) + "\":" + std::to_string(int64_t(double(r.times[i]) + off));
     }
-    line += ",\"tid\":" + std::to_string(r.tid);
-    if (!r.path.empty()) line += ",\"path\":" + path_json(r.path);
+    line += ",\"tid\":";
+    line += std::to_string(r.tid);
+    if (!r.path.empty()) {
+      line += ",\"path\":";
+      line += path_json(r.path);
+    }
     fprintf(f, "%s}\n", line.c_str());
   }
   sampler().write(f);
@@ -403,13 +437,13 @@ void after_fork_child() {
 __attribute__((constructor)) void init() {
   st();
   if (const char* m = getenv("ARCHBENCH_TRACE_MAX_RECORDS")) st().max_recs = strtoull(m, nullptr, 10);
-  if (const char* r = getenv("ARCHBENCH_TRACE_RATE")) g_rate = strtol(r, nullptr, 10);
+  if (const char* us = getenv("ARCHBENCH_TRACE_SAMPLE_US")) g_interval_us = strtoull(us, nullptr, 10);
   pthread_atfork(nullptr, nullptr, after_fork_child);
-  if (g_rate <= 0 || g_rate > 100000) { g_rate = 0; return; }
+  if (g_interval_us == 0) return;
   std::string why;
-  if (!sampler().start(uint64_t(1000000000L / g_rate), &why)) {
-    fprintf(stderr, "archbench trace: no sampling (%s)\n", why.c_str());
-    g_rate = 0;
+  if (!sampler().start(g_interval_us * 1000, &why)) {
+    fprintf(stderr, "archbench trace: no sampling (%s); GPU_IDLE_CAUSE will be empty\n", why.c_str());
+    g_interval_us = 0;
   }
 }
 
@@ -446,8 +480,7 @@ static cl_command_queue note_queue(cl_command_queue q, cl_device_id dev, cl_comm
   std::lock_guard<std::mutex> lock(s.mu);
   Queue& qu = s.queues[q];
   qu = Queue{new_id('q', s.counters[0]), dev, !(props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)};
-  Device& d = s.devices[dev];
-  if (d.id.empty()) { d.id = "d" + std::to_string(s.device_order.size()); s.device_order.push_back(dev); }
+  Device& d = known_device(dev);
   if (!d.timer) calibrate(dev, d);
   add_plain("{\"type\":\"queue\",\"id\":" + quote(qu.id) + ",\"device\":" + quote(d.id) +
                 ",\"in_order\":" + (qu.in_order ? "true" : "false") + ",\"profiling_added\":" +
