@@ -19,6 +19,10 @@ rm -rf "$dest"
 mkdir -p "$dest/bin" "$dest/lib" "$dest/tests"
 cp "$build/archbench" "$build/tests/archbench_unit" "$build/tests/archbench_conformance" "$dest/bin/"
 [ -x "$build/tests/archbench_cuda_compile" ] && cp "$build/tests/archbench_cuda_compile" "$dest/bin/"
+# The CUDA tracer (in lib/, outside the ldd scan: libcupti stays the node's own) and its planted
+# program, for ci/gpu-trace.sh.
+[ -e "$build/lib/libarchbench_trace_cuda.so" ] && cp "$build/lib/libarchbench_trace_cuda.so" "$dest/lib/"
+[ -x "$build/tests/archbench_trace_cuda_planted" ] && cp "$build/tests/archbench_trace_cuda_planted" "$dest/bin/"
 cuda_from_node=0
 [ "${ARCHBENCH_BUNDLE_CUDA:-}" = node ] && cuda_from_node=1
 cp tests/smoke.py "$dest/tests/"

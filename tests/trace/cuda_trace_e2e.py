@@ -140,6 +140,10 @@ def main():
     ap.add_argument("--out", help="keep the files here (default: a temporary folder)")
     ap.add_argument("--gap-ms", type=float, default=200.0)
     a = ap.parse_args()
+    for f in (a.planted, a.lib):
+        if not os.path.exists(f):
+            print(f"FAIL {f} does not exist")
+            return 1
     out = a.out or tempfile.mkdtemp(prefix="cuda-trace-")
     os.makedirs(out, exist_ok=True)
     env = dict(os.environ, CUDA_INJECTION64_PATH=os.path.abspath(a.lib), ARCHBENCH_TRACE_DIR=out)
