@@ -51,7 +51,7 @@ const std::vector<std::string> kHidden = {"libarchbench_trace_cuda", "libcupti",
 struct Call {
   int tid = 0;
   uint32_t path = 0;
-  uint64_t entry_ns = 0, exit_ns = 0;
+  uint64_t entry_ns = 0;
   bool has_hash = false;
   uint64_t hash = 0;
   uint64_t buffer = 0;                // device allocation a copy reads or writes (0: unknown)
@@ -191,22 +191,33 @@ size_t image_size(const void* image) {
   return strlen(reinterpret_cast<const char*>(p));  // PTX
 }
 
-// Device allocations among a kernel's arguments (parameter sizes from cuFuncGetParamInfo).
-void kernel_buffers(Call& c, CUfunction f, void** params) {
-  if (c.buffers_known || !f || !params) return;
+// The 8-byte arguments of a driver launch (candidate device pointers), read at its entry with
+// the parameter sizes from cuFuncGetParamInfo (CUDA 12.4+). False when they cannot be read: the
+// launch passed `extra` instead of kernelParams, or the function has no parameter the driver
+// describes. Called without the state lock: it calls the driver.
+bool launch_args(CUpti_CallbackId cbid, const CUpti_CallbackData* d, std::vector<uint64_t>* out) {
+  CUfunction f = nullptr;
+  void** params = nullptr;
+  if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) {
+    auto* p = static_cast<const cuLaunchKernel_params*>(d->functionParams);
+    f = p->f;
+    params = p->kernelParams;
+  } else if (cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || cbid == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
+    auto* p = static_cast<const cuLaunchKernelEx_params*>(d->functionParams);
+    f = p->f;
+    params = p->kernelParams;
+  }
+  if (!f || !params) return false;
   t_inside = true;
-  std::vector<uint64_t> values;
-  size_t off, size;
-  for (size_t i = 0; cuFuncGetParamInfo(f, i, &off, &size) == CUDA_SUCCESS; ++i)
+  size_t off, size, i = 0;
+  for (; cuFuncGetParamInfo(f, i, &off, &size) == CUDA_SUCCESS; ++i)
     if (size == sizeof(uint64_t)) {
       uint64_t v;
       memcpy(&v, params[i], sizeof v);
-      values.push_back(v);
+      out->push_back(v);
     }
   t_inside = false;
-  c.buffers_known = true;
-  for (uint64_t v : values)
-    if (uint64_t b = alloc_of(v)) c.buffers.push_back(b);
+  return i > 0;
 }
 
 void record_alloc(uint64_t base, uint64_t bytes) {
@@ -269,7 +280,8 @@ void on_runtime(CUpti_CallbackId cbid, const CUpti_CallbackData* d, Call& c, boo
   }
 }
 
-void on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData* d, Call& c, bool exit) {
+// `args`: the launch's 8-byte arguments when launch_args could read them, else null.
+void on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData* d, Call& c, bool exit, const std::vector<uint64_t>* args) {
   bool ok = exit && *static_cast<CUresult*>(d->functionReturnValue) == CUDA_SUCCESS;
   switch (cbid) {
     case CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2: {
@@ -292,17 +304,15 @@ void on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData* d, Call& c, bool
       if (ok) st().allocs.erase(static_cast<const cuMemFree_v2_params*>(d->functionParams)->dptr);
       break;
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz: {
-      auto* p = static_cast<const cuLaunchKernel_params*>(d->functionParams);
-      if (!exit) kernel_buffers(c, p->f, p->kernelParams);
-      break;
-    }
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
     case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
-    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz: {
-      auto* p = static_cast<const cuLaunchKernelEx_params*>(d->functionParams);
-      if (!exit) kernel_buffers(c, p->f, p->kernelParams);
+    case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+      if (args && !c.buffers_known) {
+        c.buffers_known = true;
+        for (uint64_t v : *args)
+          if (uint64_t b = alloc_of(v)) c.buffers.push_back(b);
+      }
       break;
-    }
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2:
     case CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2_ptds: {
       auto* p = static_cast<const cuMemcpyHtoD_v2_params*>(d->functionParams);
@@ -384,17 +394,20 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     if (t_depth++ == 0) {
       Call c;
       c.tid = tr::this_tid();
-      c.entry_ns = tr::now_ns();
       c.path = s.paths.intern(tr::capture(0, kHidden));
+      c.entry_ns = tr::now_ns();  // after the backtrace: the tracer's own time is not the call's
       std::lock_guard<std::mutex> lock(s.mu);
       t_call = uint32_t(s.calls.size());
       s.calls.push_back(std::move(c));
     }
     idx = t_call;
   } else {
+    if (t_depth == 0) return;  // its entry came before tracing began
     idx = t_call;
     --t_depth;
   }
+  std::vector<uint64_t> args;
+  bool have_args = !exit && domain == CUPTI_CB_DOMAIN_DRIVER_API && launch_args(cbid, d, &args);
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.done) return;
   Call& c = s.calls[idx];
@@ -402,8 +415,7 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
     on_runtime(cbid, d, c, exit);
   else
-    on_driver(cbid, d, c, exit);
-  if (exit && t_depth == 0) c.exit_ns = tr::now_ns();
+    on_driver(cbid, d, c, exit, have_args ? &args : nullptr);
 }
 
 void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -455,6 +467,15 @@ void take(const CUpti_Activity* r) {
                           m->correlationId, m->runtimeCorrelationId, m->bytes, m->start + o, m->end + o});
       s.streams.insert({m->contextId, m->streamId});
       s.used_devices.insert(m->deviceId);
+      break;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY2: {  // peer to peer
+      auto* m = reinterpret_cast<const CUpti_ActivityMemcpyPtoP4*>(r);
+      s.copies.push_back({"d2d", "device", !(m->flags & CUPTI_ACTIVITY_FLAG_MEMCPY_ASYNC), true, m->deviceId,
+                          m->contextId, m->streamId, m->correlationId, 0, m->bytes, m->start + o, m->end + o});
+      s.streams.insert({m->contextId, m->streamId});
+      s.used_devices.insert(m->srcDeviceId);
+      s.used_devices.insert(m->dstDeviceId);
       break;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
@@ -524,8 +545,9 @@ void who(tr::JsonLine& j, const Call* c) {
 // Writes every record; runs once, at exit.
 void write_trace() {
   State& s = st();
+  // Records of contexts already destroyed were delivered then; this flushes the rest.
   CUptiResult r = cuptiActivityFlushAll(1);
-  if (r != CUPTI_SUCCESS) warn("cuptiActivityFlushAll", r);
+  if (r != CUPTI_SUCCESS) warn("cuptiActivityFlushAll at exit (records delivered before are kept)", r);
   tr::sampler().stop();
   std::lock_guard<std::mutex> lock(s.mu);
   s.done = true;
@@ -540,6 +562,11 @@ void write_trace() {
   if (sm.interval_ns())
     p.unum("sample_rate_hz", 1000000000ull / sm.interval_ns()).str("sample_clock", "wall").unum("samples_dropped", sm.dropped());
   p.write(out);
+  // Devices as the driver listed them at the first context; else those that ran something.
+  if (s.device_names.empty())
+    for (uint32_t d : s.used_devices) {
+      if (s.device_names.size() <= d) s.device_names.resize(d + 1, "?");
+    }
   for (size_t i = 0; i < s.device_names.size(); ++i)
     tr::JsonLine("device").str("id", "cuda:" + std::to_string(i)).str("name", s.device_names[i])
         .boolean("used", s.used_devices.count(uint32_t(i)) > 0).write(out);
@@ -659,7 +686,7 @@ bool init() {
   // The RUNTIME and DRIVER activity kinds are not enabled: the callbacks already time the calls
   // that matter, and a record per API call would only add volume no reader uses.
   for (CUpti_ActivityKind k : {CUPTI_ACTIVITY_KIND_CONTEXT, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                               CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION})
+                               CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION})
     CHECK(cuptiActivityEnable(k));
   g_traced_runtime = traced_calls(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_SIZE);
   g_traced_driver = traced_calls(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_SIZE);
