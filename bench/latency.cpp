@@ -2,7 +2,6 @@
 // beyond the largest cache: the staircase of seed 000 Fig. 10.
 #include <cstdint>
 #include <cmath>
-#include <numeric>
 
 #include "fixtures/data.hpp"
 #include "fixtures/workload.hpp"
@@ -25,21 +24,11 @@ Workload chase(const Plan& plan, std::size_t bytes) {
   w.name = name({"latency", d.backend, "chase", "bytes:" + std::to_string(bytes)});
   w.kernel = {"latency", "chase", {}};
   w.range = Range::linear(1, 1);
-  w.buffers = {{bytes,
-                [=](Bytes& b) {
-                  // Sattolo's shuffle: a uniformly random permutation that is one single cycle.
-                  std::vector<std::uint32_t> next(lines);
-                  std::iota(next.begin(), next.end(), 0u);
-                  Rng r(bytes);
-                  for (std::size_t i = lines - 1; i > 0; --i) std::swap(next[i], next[r.next() % i]);
-                  for (std::size_t i = 0; i < lines; ++i) put<std::uint32_t>(b, i * stride, std::uint32_t(next[i] * stride));
-                }},
-               {4, nullptr}};
+  w.buffers = {{bytes, [=](Bytes& b) { fill_chain(b, lines, stride, bytes); }}, {4, nullptr}};
   w.args = {Arg::buf(0), Arg::buf(1), Arg::scalar<std::uint32_t>(0), Arg::scalar<std::uint32_t>(hops)};
   w.cost.accesses = hops;
   w.check = [=](const std::vector<Bytes>& in, const std::vector<Bytes>& out, std::size_t, Cost& t) {
-    std::uint32_t p = 0;
-    for (std::uint32_t i = 0; i < hops; ++i) p = get<std::uint32_t>(in[0], p);
+    const std::uint32_t p = follow_chain(in[0], hops);
     t.accesses += hops;
     const std::uint32_t got = get<std::uint32_t>(out[1], 0);
     return got == p ? std::string() : "after " + std::to_string(hops) + " hops: expected index " + std::to_string(p) +

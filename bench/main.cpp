@@ -13,6 +13,7 @@
 
 #include "fixtures/energy.hpp"
 #include "fixtures/measure.hpp"
+#include "fixtures/node.hpp"
 #include "fixtures/selection.hpp"
 #include "fixtures/workload.hpp"
 
@@ -31,6 +32,16 @@ archbench options:
                          opencl:0.1), an index (0), a backend (cuda, opencl), a type (gpu,
                          cpu), or part of the device name (H100). Default: the first GPU
                          (CUDA before OpenCL), else the first device.
+  --device=all[:FILTER]  every device, one after the other, each in its own process (a
+                         device that fails or crashes is reported and the others go on):
+                         every CUDA GPU where there is one, else every device; FILTER is a
+                         backend or type (all:opencl, all:cpu). Sequential on purpose: the
+                         devices of a node share host memory, PCIe switches and power, so
+                         runs at once would measure each other. One JSON holds every
+                         device's results, each entry tagged with its device (the output
+                         rules below apply, with "-node" added to the file name), and
+                         <file>-variability.json how they differ (min/median/max per
+                         benchmark); exit 1 when any device failed.
   --sweep=quick|full     quick (default; also ARCHBENCH_SWEEP) runs a few minutes on a CPU;
                          full sweeps every size, work-group count and byte count.
   --record[=SUITE]       write the JSON to results/<device>/<driver>/<SUITE>.json (SUITE
@@ -195,6 +206,59 @@ std::unique_ptr<ab::EnergyMeter> open_energy(const ab::DeviceInfo& d, bool wante
   return m;
 }
 
+// Where the JSON goes when no --benchmark_out is given (see the usage text).
+std::filesystem::path default_out(const ab::DeviceInfo& info, bool record, const std::string& suite,
+                                  const std::string& sweep, const std::string& tag) {
+  const std::filesystem::path dir =
+      record ? std::filesystem::path(env("ARCHBENCH_RESULTS_ROOT", "results")) / slug(info.name) /
+                   slug(info.driver_version)
+             : std::filesystem::path(env("ARCHBENCH_RESULTS_DIR", "results/local"));
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  return record ? dir / ((suite.empty() ? info.backend + "-" + sweep : suite) + tag + ".json")
+                : dir / ("archbench-" + slug(info.name) + tag + "-" + timestamp() + ".json");
+}
+
+// --device=all: this binary again on each chosen device, one at a time, each writing its own
+// JSON; then one merged file. `args` are archbench's own, passed on except those it replaces.
+int run_every_device(const std::vector<ab::DeviceInfo>& devices, const std::vector<int>& chosen,
+                     const std::vector<std::string>& args, const std::string& out, bool record, bool has_reps) {
+  char tmpl[] = "/tmp/archbench-node-XXXXXX";
+  if (!mkdtemp(tmpl)) {
+    std::cerr << "archbench: --device=all: cannot make a temporary folder\n";
+    return 1;
+  }
+  const std::string dir = tmpl;
+  std::vector<ab::RunRecord> runs;
+  int failed = 0;
+  for (int i : chosen) {
+    const ab::DeviceInfo& d = devices[i];
+    std::vector<std::string> argv = {ab::self_path(), "--benchmark_color=false"};  // a pipe, not a terminal
+    for (std::size_t k = 1; k < args.size(); ++k)
+      if (!starts_with(args[k], "--device=") && !starts_with(args[k], "--record") &&
+          !starts_with(args[k], "--benchmark_out"))
+        argv.push_back(args[k]);
+    ab::RunRecord r;
+    r.json = dir + "/" + std::to_string(i) + ".json";
+    argv.insert(argv.end(), {"--device=" + d.selector, "--benchmark_out=" + r.json, "--benchmark_out_format=json"});
+    if (record && !has_reps) argv.push_back("--benchmark_repetitions=5");  // as --record does for one device
+    std::cerr << "archbench: --device=all: " << ab::short_name(d) << "\n";
+    r.result = ab::run_child(argv, "[" + d.selector + "] ");
+    r.tags = {{"device", d.name}, {"device_selector", d.selector}};
+    if (r.result.status != 0) {
+      ++failed;
+      std::cerr << "archbench: --device=all: " << ab::short_name(d) << " failed (exit " << r.result.status
+                << "); going on\n";
+    }
+    runs.push_back(std::move(r));
+  }
+  const int merged = ab::merge_runs(runs, dir, out);  // 1: some run failed, counted above
+  if (merged != 2) std::filesystem::remove_all(dir);  // else the per-device files are all there is
+  std::cerr << "archbench: --device=all: " << chosen.size() - failed << " of " << chosen.size()
+            << " devices ran; JSON in " << out << "\n";
+  return failed || merged == 2 ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -256,6 +320,20 @@ int main(int argc, char** argv) {
     std::cerr << "archbench: no device to run on.\n" << problems;
     return 1;
   }
+  if (!devices.empty() && (selector == "all" || starts_with(selector, "all:"))) {
+    const std::vector<int> chosen = ab::node_devices(devices, selector.size() > 4 ? selector.substr(4) : "");
+    if (chosen.empty()) {
+      std::cerr << "archbench: --device=" << selector << ": no such device. The devices are:\n"
+                << ab::describe_devices(devices) << problems;
+      return 2;
+    }
+    std::string out;
+    for (const std::string& a : args)
+      if (starts_with(a, "--benchmark_out=")) out = a.substr(16);
+    if (out.empty()) out = default_out(devices[chosen[0]], record, suite, sweep, "-node").string();
+    if (!help && !listing_tests) return run_every_device(devices, chosen, args, out, record, has_reps);
+    selector = devices[chosen[0]].selector;  // the names and options, as the first device has them
+  }
 
   std::unique_ptr<ab::Device> device;
   std::deque<ab::Workload> workloads;  // stable addresses for the registered lambdas
@@ -292,14 +370,7 @@ int main(int argc, char** argv) {
       measure->set_energy_meter(meter.get());
     }
     if (!has_out && !listing_tests && !help) {
-      const std::filesystem::path dir =
-          record ? std::filesystem::path(env("ARCHBENCH_RESULTS_ROOT", "results")) / slug(info.name) /
-                       slug(info.driver_version)
-                 : std::filesystem::path(env("ARCHBENCH_RESULTS_DIR", "results/local"));
-      std::error_code ec;
-      std::filesystem::create_directories(dir, ec);
-      const auto out = record ? dir / ((suite.empty() ? info.backend + "-" + sweep : suite) + ".json")
-                              : dir / ("archbench-" + slug(info.name) + "-" + timestamp() + ".json");
+      const auto out = default_out(info, record, suite, sweep, "");
       gb.push_back("--benchmark_out=" + out.string());
       gb.push_back("--benchmark_out_format=json");
       std::cerr << "archbench: running on " << ab::short_name(info) << "; JSON goes to " << out.string() << "\n";

@@ -40,6 +40,7 @@ ab::DeviceInfo reference_device(int cc) {
   d.images = true;
   d.image2d_max_width = 131072;
   d.image2d_max_height = 65536;
+  d.peers = {1};  // a second GPU, so that the peer family builds its workloads
   return d;
 }
 
@@ -81,7 +82,8 @@ int main(int argc, char** argv) {
     for (ab::Size size : {ab::Size::test, ab::Size::quick, ab::Size::full})
       for (const ab::Family& f : ab::families())
         for (const ab::Workload& w : f.build({d, size})) {
-          if (w.transfer || !w.skip.empty()) continue;  // no kernel, or not for this device
+          // No kernel (a transfer the backend does itself, unless it names the kernel it launches), or not for this device.
+          if ((w.transfer && w.kernel.source.empty()) || !w.skip.empty()) continue;
           std::string key = d.arch + "|" + w.kernel.source + "|" + w.kernel.entry;
           for (const auto& [k, v] : w.kernel.defines) key += "|" + k + "=" + v;
           programs.emplace(key, Program{w.kernel, d.arch, w.name});

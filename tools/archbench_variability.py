@@ -118,7 +118,7 @@ def fmt(metric, v):
 
 def render(report):
     """The report as console text."""
-    lines = [f"Variability over {len(report['gpus'])} GPUs: " + ", ".join(report["gpus"])]
+    lines = [f"Variability over {len(report['gpus'])} devices: " + ", ".join(report["gpus"])]
     rows = report["benchmarks"]
     if rows:
         width = max(len(b["name"]) for b in rows)

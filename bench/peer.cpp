@@ -1,0 +1,141 @@
+// peer: bandwidth and latency between GPUs of one machine (CUDA only), what nvbandwidth and
+// CUDA's p2pBandwidthLatencyTest measure. The GPU archbench runs on measures every pair it is
+// part of, issuing everything itself (TransferSpec::peer); `--device=all` over the GPUs gives
+// every ordered pair. Names peer/cuda/<variant>/src:S/dst:D/bytes:N, S and D CUDA ordinals:
+//  ce_read, ce_write      the copy engine (cudaMemcpyPeerAsync) with peer access enabled: this
+//                         GPU pulls from src (read: this GPU is dst) or pushes to dst (write)
+//  ce_nop2p_read/_write   the same with peer access disabled: the driver stages through host
+//                         memory (p2pBandwidthLatencyTest's "P2P=Disabled")
+//  sm_read, sm_write      a copy kernel on this GPU loading from, or storing to, the peer's memory
+//  ce_bidir, sm_bidir     both directions at once, half of the buffer each way on two streams
+//                         (src is this GPU)
+//  latency                one thread on this GPU (dst) chasing a random chain in src's memory
+//                         (the latency family's kernel): ns_per_access
+// Bytes: each byte moved counts once (bytes_written), as the bus family counts transfers.
+// Fewer than two CUDA GPUs: one entry that skips with the reason.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "fixtures/data.hpp"
+#include "fixtures/workload.hpp"
+
+namespace archbench {
+namespace {
+
+constexpr std::size_t kChunk = 4096;  // the check compares (and tallies) chunks of this many bytes
+
+void fill_random(Bytes& b, std::uint64_t seed) {
+  fill_uniform<std::uint32_t>(b, seed, 0.0, 4294967295.0);
+}
+
+// `len` bytes of `want` from `from` must be in `got` at the same offset (every `every`-th chunk).
+std::string same(const Bytes& want, const Bytes& got, std::size_t from, std::size_t len, std::size_t every, Cost& t,
+                 const char* where) {
+  for (std::size_t c = from; c < from + len; c += kChunk * every) {
+    const std::size_t n = std::min(kChunk, from + len - c);
+    if (std::memcmp(want.data() + c, got.data() + c, n) != 0)
+      return std::string(where) + ": the bytes from offset " + std::to_string(c) + " did not arrive";
+    t.bytes_written += double(n);
+  }
+  return std::string();
+}
+
+std::string pair_name(const std::string& variant, int src, int dst, std::size_t bytes) {
+  return name({"peer", "cuda", variant, "src:" + std::to_string(src), "dst:" + std::to_string(dst),
+               "bytes:" + std::to_string(bytes)});
+}
+
+// A copy between this GPU (`self`) and `peer`. The check sees this GPU's buffer as in[0]/out[0]
+// and the peer's as in.back()/out.back() (Measure's view of a transfer's host side).
+Workload copy(int self, int peer, PeerEngine engine, Direction dir, std::size_t bytes) {
+  const bool sm = engine == PeerEngine::sm;
+  const std::string how = sm ? "sm" : engine == PeerEngine::copy_engine ? "ce" : "ce_nop2p";
+  const char* way = dir == Direction::to_device ? "_read" : dir == Direction::to_host ? "_write" : "_bidir";
+  Workload w;
+  const bool pull = dir == Direction::to_device;
+  w.name = pair_name(how + way, pull ? peer : self, pull ? self : peer, bytes);
+  if (sm) w.kernel = {"runtime", "archbench_copy", {}};  // what the backend launches (for the compile check)
+  w.buffers = {{bytes, [bytes](Bytes& b) { fill_random(b, 0x9EE1 + bytes); }}};
+  TransferSpec spec{dir, HostMemory::pageable};
+  spec.peer = peer;
+  spec.engine = engine;
+  w.transfer = Transfer{spec, [bytes](Bytes& b) { fill_random(b, 0x9EE2 + 7 * bytes); }};
+  w.cost.bytes_written = double(bytes);
+  const std::size_t half = dir == Direction::both ? bytes / 2 : 0;
+  w.check = [=](const std::vector<Bytes>& in, const std::vector<Bytes>& out, std::size_t every, Cost& t) {
+    std::string e;
+    if (dir != Direction::to_host) e = same(in.back(), out[0], 0, half ? half : bytes, every, t, "this GPU's buffer");
+    if (e.empty() && dir != Direction::to_device)
+      e = same(in[0], out.back(), half, bytes - half, every, t, "the peer's buffer");
+    return e;
+  };
+  if (sm && bytes % 16) w.skip = "the copy kernel moves 16-byte words: the size must be a multiple of 16";
+  return w;
+}
+
+// One thread on this GPU walks a random single cycle over the cache lines of `bytes` of the
+// peer's memory (the whole cycle every launch, as the latency family does).
+Workload latency(const Plan& plan, int self, int peer, std::size_t bytes) {
+  const std::size_t line = std::max<std::size_t>(plan.device.cacheline, 64), lines = bytes / line;
+  const std::uint32_t hops = std::uint32_t(plan.size == Size::test ? 2 * lines + 3 : lines);
+  Workload w;
+  w.name = name({"peer", "cuda", "latency", "src:" + std::to_string(peer), "dst:" + std::to_string(self),
+                 "bytes:" + std::to_string(bytes)});
+  w.kernel = {"latency", "chase", {}};  // what the backend launches (for the compile check)
+  w.buffers = {{bytes, nullptr}};       // this GPU's: the kernel stores the last index in its first word
+  TransferSpec spec{Direction::to_device, HostMemory::pageable};
+  spec.peer = peer;
+  spec.engine = PeerEngine::chase;
+  spec.hops = hops;
+  w.transfer = Transfer{spec, [=](Bytes& b) { fill_chain(b, lines, line / 4, bytes); }};
+  w.cost.accesses = hops;
+  w.check = [=](const std::vector<Bytes>& in, const std::vector<Bytes>& out, std::size_t, Cost& t) {
+    const std::uint32_t want = follow_chain(in.back(), hops), got = get<std::uint32_t>(out[0], 0);
+    t.accesses += hops;
+    return want == got ? std::string() : "after " + std::to_string(hops) + " hops: expected index " +
+                                             std::to_string(want) + ", got " + std::to_string(got);
+  };
+  return w;
+}
+
+std::vector<Workload> build(const Plan& plan) {
+  const DeviceInfo& d = plan.device;
+  if (d.backend != "cuda") return {};
+  if (d.peers.empty()) {
+    Workload w;
+    w.name = "peer/cuda/pairs";
+    w.skip = "the peer family needs two CUDA GPUs; this machine has one";
+    return {w};
+  }
+  const int self = std::atoi(d.selector.substr(d.selector.find(':') + 1).c_str());
+  std::vector<std::size_t> sizes, chains;
+  if (plan.size == Size::test) {
+    sizes = {std::size_t(64) << 10, std::size_t(1) << 20};
+    chains = {std::size_t(64) << 10};
+  } else if (plan.size == Size::quick) {
+    sizes = {std::size_t(4) << 20, std::size_t(64) << 20, std::size_t(256) << 20};
+    chains = {std::size_t(1) << 20, std::size_t(256) << 20};  // in the peer's L2; beyond it
+  } else {
+    for (std::size_t b = std::size_t(64) << 10; b <= (std::size_t(1) << 30); b *= 4) sizes.push_back(b);
+    for (std::size_t b = std::size_t(64) << 10; b <= (std::size_t(256) << 20); b *= 4) chains.push_back(b);
+  }
+  std::vector<Workload> out;
+  for (int peer : d.peers) {
+    for (std::size_t b : sizes) {
+      if (d.max_alloc && b > d.max_alloc) continue;
+      for (PeerEngine e : {PeerEngine::copy_engine, PeerEngine::sm, PeerEngine::copy_engine_no_p2p})
+        for (Direction dir : {Direction::to_device, Direction::to_host, Direction::both})
+          if (e != PeerEngine::copy_engine_no_p2p || dir != Direction::both) out.push_back(copy(self, peer, e, dir, b));
+    }
+    for (std::size_t b : chains) out.push_back(latency(plan, self, peer, b));
+  }
+  return out;
+}
+
+}  // namespace
+
+ARCHBENCH_FAMILY(peer, build);
+
+}  // namespace archbench
