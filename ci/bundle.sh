@@ -26,7 +26,7 @@ cp "$build/archbench" "$build/tests/archbench_unit" "$build/tests/archbench_conf
 cuda_from_node=0
 [ "${ARCHBENCH_BUNDLE_CUDA:-}" = node ] && cuda_from_node=1
 cp tests/smoke.py "$dest/tests/"
-cp ci/node-run.sh "$dest/"
+cp ci/node-run.sh ci/gpu-multi.sh "$dest/"  # gpu-multi.sh: several GPUs (--device=all, the peer matrix)
 cp -r tools "$dest/tools"
 # Everything the binaries link that is not part of the C/C++ runtime every node has.
 for bin in "$dest"/bin/*; do
