@@ -6,7 +6,8 @@
 //                                       device idle, kernel, finish
 //   archbench_trace_planted twice       the same source built twice in one context and once in a second
 //   archbench_trace_planted unused      a context on the first device only (the platform needs >1)
-//   archbench_trace_planted inorder     an in-order queue running kernels on disjoint buffers
+//   archbench_trace_planted inorder     an in-order queue running kernels on disjoint buffers, then
+//                                       axpy on two distinct buffers and axpy in place (aliased)
 //
 // Exit 0 on success, 77 when there is no OpenCL device (or, for unused, only one), 1 on error.
 #define CL_TARGET_OPENCL_VERSION 120
@@ -34,6 +35,8 @@ namespace {
 const char* kSource = R"CL(
 __kernel void scale(__global float* a, float f) { size_t i = get_global_id(0); a[i] = a[i] * f + 1.0f; }
 __kernel void fill(__global float* a, float v) { a[get_global_id(0)] = v; }
+__kernel void axpy(__global const float* x, __global float* y, float a) { size_t i = get_global_id(0); y[i] += a * x[i]; }
+__kernel void axpy_aliased(__global const float* x, __global float* y, float a) { size_t i = get_global_id(0); y[i] += a * x[i]; }
 )CL";
 
 void check(cl_int err, const char* what) {
@@ -197,11 +200,28 @@ int inorder() {
     ks.push_back(kernel(p, "fill", bufs.back(), float(i)));
   }
   for (cl_kernel k : ks) run(cl.q, k, kN);  // no data between them, yet the queue serialises them
+  // Two buffers that never overlap (axpy could be compiled as restrict), then the same code in place
+  // (x and y one buffer: aliased, so no restrict).
+  cl_kernel axpy = clCreateKernel(p, "axpy", &err);
+  check(err, "clCreateKernel");
+  const float a = 2.0f;
+  check(clSetKernelArg(axpy, 0, sizeof(cl_mem), &bufs[0]), "clSetKernelArg");
+  check(clSetKernelArg(axpy, 1, sizeof(cl_mem), &bufs[1]), "clSetKernelArg");
+  check(clSetKernelArg(axpy, 2, sizeof a, &a), "clSetKernelArg");
+  run(cl.q, axpy, kN);
+  cl_kernel aliased = clCreateKernel(p, "axpy_aliased", &err);
+  check(err, "clCreateKernel");
+  check(clSetKernelArg(aliased, 0, sizeof(cl_mem), &bufs[2]), "clSetKernelArg");
+  check(clSetKernelArg(aliased, 1, sizeof(cl_mem), &bufs[2]), "clSetKernelArg");
+  check(clSetKernelArg(aliased, 2, sizeof a, &a), "clSetKernelArg");
+  run(cl.q, aliased, kN);
   check(clFinish(cl.q), "clFinish");
+  clReleaseKernel(axpy);
+  clReleaseKernel(aliased);
   for (cl_kernel k : ks) clReleaseKernel(k);
   for (cl_mem b : bufs) clReleaseMemObject(b);
   clReleaseProgram(p);
-  printf("planted inorder: 4 independent kernels on one in-order queue\n");
+  printf("planted inorder: 4 independent kernels on one in-order queue, axpy on distinct then aliased buffers\n");
   return 0;
 }
 

@@ -1,0 +1,198 @@
+"""Tests for tools/archbench_trace.py on synthetic raw files (tools/trace/FORMAT.md); stdlib unittest.
+
+Run from the repository root: python3 -m unittest discover -s tests/tools -v
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOL = os.path.join(ROOT, "tools", "archbench_trace.py")
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import archbench_trace as at  # noqa: E402
+
+MS = 1000000
+
+
+def proc(pid=1, end=1000 * MS, **extra):
+    return dict({"type": "process", "api": "opencl", "pid": pid, "command": "synthetic", "start_ns": 0,
+                 "end_ns": end, "clock": "aligned at enqueue", "sample_rate_hz": 1000}, **extra)
+
+
+def kernel(i, name, start_ms, end_ms, buffers=(), queue="q1"):
+    return {"type": "kernel", "id": i, "name": name, "queue": queue, "global": [64], "local": None,
+            "queued_ns": start_ms * MS, "submit_ns": start_ms * MS, "start_ns": start_ms * MS, "end_ns": end_ms * MS,
+            "buffers": [{"id": b, "access": a} for b, a in buffers], "tid": 1, "path": ["f", "main"]}
+
+
+def copy(i, kind, start_ms, end_ms, hash_, buffer="b1", nbytes=4096):
+    return {"type": "copy", "id": i, "kind": kind, "bytes": nbytes, "host_memory": "pageable", "buffer": buffer,
+            "hash": hash_, "queue": "q1", "queued_ns": start_ms * MS, "start_ns": start_ms * MS, "end_ns": end_ms * MS,
+            "blocking": False, "tid": 1, "path": ["g", "main"]}
+
+
+BASE = [proc(), {"type": "device", "id": "d0", "name": "gpu A", "used": True},
+        {"type": "queue", "id": "q1", "device": "d0", "in_order": True, "profiling_added": True}]
+
+
+class TraceTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, recs, name="p-1.jsonl"):
+        path = os.path.join(self.tmp.name, name)
+        with open(path, "w") as f:
+            for r in recs:
+                f.write((r if isinstance(r, str) else json.dumps(r)) + "\n")
+        return path
+
+    def analyse(self, recs):
+        return at.analyse(at.load([self.write(BASE + recs)]))
+
+    def cli(self, *args):
+        return subprocess.run([sys.executable, TOOL] + list(args), capture_output=True, text=True)
+
+    def test_busy_idle_and_gaps(self):
+        s = self.analyse([kernel(1, "a", 100, 200), kernel(2, "b", 400, 500), copy(3, "h2d", 450, 600, "aa")])
+        self.assertEqual(s["span_ns"], 1000 * MS)
+        self.assertEqual(s["device_busy_ns"], 300 * MS)  # 100-200 and 400-600, the overlap counted once
+        self.assertEqual(s["device_idle_ns"], 700 * MS)
+        self.assertEqual(s["idle_gaps"][0]["ns"], 200 * MS)
+        self.assertEqual(s["devices"][0]["busy_ns"], 300 * MS)
+        k = {r["name"]: r for r in s["kernels"]}
+        self.assertEqual((k["a"]["count"], k["a"]["total_ns"], k["a"]["share"]), (1, 100 * MS, 0.5))
+
+    def test_cpu_idle_split_over_the_work_waited_for(self):
+        sync = {"type": "sync", "kind": "finish", "start_ns": 150 * MS, "end_ns": 250 * MS, "queue": "q1",
+                "tid": 1, "path": ["main"]}
+        s = self.analyse([kernel(1, "a", 100, 200), sync])
+        ci = s["cpu_idle"]
+        self.assertEqual(ci["total_ns"], 100 * MS)
+        self.assertEqual(ci["by_path"][0]["path"], "finish: main")
+        work = {r["name"]: r["ns"] for r in ci["by_work"]}
+        self.assertEqual(work, {"a": 50 * MS, "(no device work)": 50 * MS})
+
+    def test_gpu_idle_cause_counts_samples_with_no_device_work(self):
+        samples = [{"type": "sample", "tid": 1, "t_ns": 300 * MS, "path": ["work(int)", "main"]},
+                   {"type": "sample", "tid": 1, "t_ns": 150 * MS, "path": ["wait", "main"]}]
+        g = self.analyse([kernel(1, "a", 100, 200)] + samples)["gpu_idle_cause"]
+        self.assertEqual((g["samples"], g["idle_samples"]), (2, 1))
+        self.assertEqual(g["by_path"], [{"path": "main > work", "samples": 1, "ns": MS}])
+
+    def test_redundant_round_trip(self):
+        s = self.analyse([copy(1, "d2h", 10, 11, "cafe"), copy(2, "h2d", 20, 21, "cafe", buffer="b2"),
+                          copy(3, "h2d", 30, 31, "beef"), copy(4, "d2h", 40, 41, "beef")])
+        rt = s["detectors"]["redundant_round_trip"]
+        # Only the read that went back; a write before a read of the same bytes is no round trip.
+        self.assertEqual(len(rt), 1)
+        self.assertEqual((rt[0]["read"]["id"], rt[0]["written"]["id"], rt[0]["written"]["buffer"]), (1, 2, "b2"))
+
+    def test_round_trip_needs_the_same_size(self):
+        s = self.analyse([copy(1, "d2h", 10, 11, "cafe"), copy(2, "h2d", 20, 21, "cafe", nbytes=8)])
+        self.assertEqual(s["detectors"]["redundant_round_trip"], [])
+
+    def test_repeated_jit(self):
+        def build(prog, ctx, opts=""):
+            return {"type": "build", "kind": "build", "program": prog, "source_hash": "ab", "options": opts,
+                    "context": ctx, "start_ns": 0, "end_ns": 5 * MS, "tid": 1, "path": ["main"]}
+        s = self.analyse([build("p1", "c1"), build("p2", "c2"), build("p3", "c1", "-O0")])
+        jit = s["detectors"]["repeated_jit"]
+        self.assertEqual(len(jit), 1)  # -O0 is another program
+        self.assertEqual((jit[0]["count"], jit[0]["contexts"], jit[0]["total_ns"]), (2, ["c1", "c2"], 10 * MS))
+
+    def test_in_order_independent(self):
+        ks = [kernel(1, "produce", 1, 2, [("b1", "w")]), kernel(2, "consume", 3, 4, [("b1", "r"), ("b2", "w")]),
+              kernel(3, "other", 5, 6, [("b3", "rw")]), kernel(4, "nobuf", 7, 8)]
+        io = self.analyse(ks)["detectors"]["in_order_independent"]
+        self.assertEqual(len(io), 1)
+        self.assertEqual((io[0]["independent_pairs"], io[0]["pairs_without_buffer_info"]), (1, 1))
+        self.assertEqual(io[0]["examples"][0]["first"]["name"], "consume")
+
+    def test_out_of_order_queue_is_not_reported(self):
+        recs = [proc(), {"type": "queue", "id": "q1", "device": "d0", "in_order": False},
+                kernel(1, "a", 1, 2, [("b1", "w")]), kernel(2, "b", 3, 4, [("b2", "w")])]
+        s = at.analyse(at.load([self.write(recs)]))
+        self.assertEqual(s["detectors"]["in_order_independent"], [])
+
+    def test_not_aliased_with_sub_buffers(self):
+        bufs = [{"type": "buffer", "id": "b1", "bytes": 200, "parent": None, "offset": 0},
+                {"type": "buffer", "id": "b2", "bytes": 100, "parent": "b1", "offset": 0},
+                {"type": "buffer", "id": "b3", "bytes": 100, "parent": "b1", "offset": 100}]
+        ks = [kernel(1, "halves", 1, 2, [("b2", "r"), ("b3", "w")]), kernel(2, "whole_and_half", 3, 4, [("b1", "r"), ("b2", "w")])]
+        na = self.analyse(bufs + ks)["detectors"]["kernel_params_not_aliased"]
+        self.assertEqual([k["name"] for k in na], ["halves"])
+
+    def test_unused_devices(self):
+        s = self.analyse([{"type": "device", "id": "d1", "name": "gpu B", "used": False}])
+        self.assertEqual(s["detectors"]["unused_devices"], [{"id": "d1", "name": "gpu B"}])
+
+    def test_two_files_keep_their_ids_apart(self):
+        a = self.write(BASE + [kernel(1, "a", 1, 2, [("b1", "w")])], "p-1.jsonl")
+        b = self.write([proc(pid=2)] + BASE[1:] + [kernel(1, "a", 3, 4, [("b1", "w")])], "p-2.jsonl")
+        s = at.analyse(at.load([a, b]))
+        self.assertEqual(sorted(d["id"] for d in s["devices"]), ["1:d0", "2:d0"])
+        self.assertEqual(s["detectors"]["in_order_independent"], [])  # one kernel per queue
+
+    def test_chrome_trace_fields(self):
+        sync = {"type": "sync", "kind": "finish", "start_ns": 5 * MS, "end_ns": 6 * MS, "queue": "q1", "tid": 1, "path": []}
+        trace = at.chrome_trace(at.load([self.write(BASE + [kernel(1, "a", 1, 2), sync])]))
+        json.dumps(trace)
+        for e in trace["traceEvents"]:
+            for k in ("ph", "ts", "pid", "tid", "name"):
+                self.assertIn(k, e)
+            if e["ph"] == "X":
+                self.assertGreaterEqual(e["dur"], 0)
+        names = {e["args"]["name"] for e in trace["traceEvents"] if e["ph"] == "M"}
+        self.assertIn("queue q1 (in-order)", names)
+        self.assertIn("main thread", names)
+        kernels = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"]
+        self.assertEqual((kernels[0]["ts"], kernels[0]["dur"]), (1000.0, 1000.0))  # microseconds from the start
+
+    def test_malformed_files_exit_2_with_file_and_line(self):
+        bad = self.write([proc(), "{not json"])
+        r = self.cli("report", bad)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(f"{bad}:2: not JSON", r.stderr)
+        missing = self.write([proc(), {"type": "kernel", "name": "k", "queue": "q1", "start_ns": 1}], "m-1.jsonl")
+        r = self.cli("report", missing)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn(f"{missing}:2: kernel record without int field 'end_ns'", r.stderr)
+        r = self.cli("report", self.write([{"type": "device", "id": "d0"}], "n-1.jsonl"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("0 process records", r.stderr)
+        r = self.cli("report", os.path.join(self.tmp.name, "absent.jsonl"))
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("cannot read", r.stderr)
+
+    def test_report_writes_summary_and_trace(self):
+        raw = self.write(BASE + [kernel(1, "a", 1, 2)])
+        js, tr = os.path.join(self.tmp.name, "s.json"), os.path.join(self.tmp.name, "t.json")
+        r = self.cli("report", raw, "--json", js, "--trace", tr)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("a: 1 x", r.stdout)
+        with open(js) as f:
+            self.assertEqual(json.load(f)["kernels"][0]["name"], "a")
+        with open(tr) as f:
+            self.assertTrue(json.load(f)["traceEvents"])
+
+    def test_run_without_the_program(self):
+        r = self.cli("run", "--out", self.tmp.name, "--", "/nonexistent/program")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("program not found", r.stderr)
+
+    def test_function_name(self):
+        self.assertEqual(at.function_name("ns::f(int) const"), "ns::f")
+        self.assertEqual(at.function_name("a::(anonymous namespace)::B::g(std::function<void (int)>)"),
+                         "a::(anonymous namespace)::B::g")
+        self.assertEqual(at.function_name("libx.so+0x12"), "libx.so+0x12")
+
+
+if __name__ == "__main__":
+    unittest.main()
