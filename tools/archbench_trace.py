@@ -237,6 +237,8 @@ def analyse(procs, top=10):
         "files": [p["file"] for p in procs],
         "processes": [{k: p["process"].get(k) for k in ("pid", "api", "command", "clock", "sample_rate_hz",
                                                          "samples_dropped", "records_dropped")} for p in procs],
+        "record_counts": dict(sorted(collections.Counter(t for p in procs for t, recs in p["by_type"].items()
+                                                         for _ in recs).items())),
         "span_ns": span,
         "device_busy_ns": busy_ns,
         "device_idle_ns": span - busy_ns,
