@@ -23,6 +23,10 @@ cp "$build/archbench" "$build/tests/archbench_unit" "$build/tests/archbench_conf
 # program, for ci/gpu-trace.sh.
 [ -e "$build/lib/libarchbench_trace_cuda.so" ] && cp "$build/lib/libarchbench_trace_cuda.so" "$dest/lib/"
 [ -x "$build/tests/archbench_trace_cuda_planted" ] && cp "$build/tests/archbench_trace_cuda_planted" "$dest/bin/"
+# The OpenCL tracer (LD_PRELOAD; tools/archbench_trace.py finds both tracers in ../lib) and its
+# planted programs: bundle/tools/archbench_trace.py run -- bundle/bin/archbench ...
+[ -e "$build/lib/libarchbench_trace_opencl.so" ] && cp "$build/lib/libarchbench_trace_opencl.so" "$dest/lib/"
+[ -x "$build/tests/archbench_trace_planted" ] && cp "$build/tests/archbench_trace_planted" "$dest/bin/"
 cuda_from_node=0
 [ "${ARCHBENCH_BUNDLE_CUDA:-}" = node ] && cuda_from_node=1
 cp tests/smoke.py "$dest/tests/"
