@@ -93,6 +93,7 @@ struct Build {
   uint64_t hash, start, end;
   int tid;
   uint32_t path;
+  int status;  // the call's CUresult (0: loaded)
 };
 
 struct State {
@@ -351,7 +352,8 @@ void on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData* d, Call& c, bool
       bool library = cbid == CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadData;
       std::string prog = file ? static_cast<const char*>(p->image)
                               : (library ? "library:" : "module:") + (ok ? hexptr(reinterpret_cast<uint64_t>(*p->handle)) : std::string("failed"));
-      st().builds.push_back({prog, hexptr(reinterpret_cast<uint64_t>(d->context)), hash, start, tr::now_ns(), c.tid, c.path});
+      st().builds.push_back({prog, hexptr(reinterpret_cast<uint64_t>(d->context)), hash, start, tr::now_ns(), c.tid, c.path,
+                             int(*static_cast<CUresult*>(d->functionReturnValue))});
       break;
     }
     default:
@@ -623,8 +625,8 @@ void write_trace() {
   }
   for (const Build& b : s.builds) {
     tr::JsonLine j("build");
-    j.str("program", b.program).str("source_hash", tr::hex64(b.hash)).str("options", "").str("context", b.context)
-        .unum("start_ns", b.start).unum("end_ns", b.end).num("tid", b.tid).path("path", s.paths.at(b.path));
+    j.str("kind", "build").str("program", b.program).str("source_hash", tr::hex64(b.hash)).str("options", "")
+        .str("context", b.context).num("status", b.status).unum("start_ns", b.start).unum("end_ns", b.end).num("tid", b.tid).path("path", s.paths.at(b.path));
     j.write(out);
   }
   for (const Sync& y : s.syncs) {
