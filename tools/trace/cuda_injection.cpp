@@ -20,7 +20,8 @@
 // and added to every device time; the process record says which.
 //
 // Environment: ARCHBENCH_TRACE_DIR (where the file goes), ARCHBENCH_TRACE_SAMPLE_US (sampling
-// interval, default 1000; 0: no sampling).
+// interval, default 1000; 0: no sampling), ARCHBENCH_TRACE_NO_ARGS=1 (do not read kernel
+// arguments: the one driver query made inside a launch's callback, should a driver object to it).
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <cupti.h>
@@ -126,6 +127,7 @@ State& st() {
 
 // Per-cbid: does this call get a path (launches, copies, memsets, syncs, module loads)?
 std::vector<bool> g_traced_runtime, g_traced_driver;
+bool g_read_args = true;  // ARCHBENCH_TRACE_NO_ARGS turns it off
 
 thread_local int t_depth = 0;           // traced calls open on this thread
 thread_local uint32_t t_call = 0;       // the outermost one
@@ -208,7 +210,7 @@ bool launch_args(CUpti_CallbackId cbid, const CUpti_CallbackData* d, std::vector
     f = p->f;
     params = p->kernelParams;
   }
-  if (!f || !params) return false;
+  if (!f || !params || !g_read_args) return false;
   t_inside = true;
   size_t off, size, i = 0;
   for (; cuFuncGetParamInfo(f, i, &off, &size) == CUDA_SUCCESS; ++i)
@@ -698,6 +700,8 @@ bool init() {
   CHECK(cuptiEnableDomain(1, sub, CUPTI_CB_DOMAIN_DRIVER_API));
   CHECK(cuptiEnableCallback(1, sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED));
 #undef CHECK
+  const char* no_args = getenv("ARCHBENCH_TRACE_NO_ARGS");
+  g_read_args = !(no_args && *no_args && strcmp(no_args, "0") != 0);
   const char* us = getenv("ARCHBENCH_TRACE_SAMPLE_US");
   uint64_t interval = (us ? strtoull(us, nullptr, 10) : 1000) * 1000;
   std::string why;
