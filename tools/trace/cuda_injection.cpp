@@ -236,7 +236,7 @@ void hash_copy(Call& c, const void* host, size_t n) {
 // The call's device buffer and, at exit, host hash and blocked time, for a synchronous copy.
 void sync_copy(Call& c, bool exit, bool to_device, const void* host, uint64_t device, size_t n) {
   c.buffer = alloc_of(device);
-  if (!exit) return;
+  if (!exit || !c.entry_ns) return;
   hash_copy(c, host, n);
   st().host_syncs.push_back({to_device ? "blocking_write" : "blocking_read", c.tid, c.path, c.entry_ns, tr::now_ns()});
 }
@@ -393,7 +393,8 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     t_sampled = true;
     tr::sampler().add_this_thread();
   }
-  uint32_t idx;
+  uint32_t idx = 0;
+  bool unpaired = false;  // an exit whose entry came before tracing began (the call that ran cuInit)
   if (!exit) {
     if (t_depth++ == 0) {
       Call c;
@@ -405,8 +406,9 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
       s.calls.push_back(std::move(c));
     }
     idx = t_call;
+  } else if (t_depth == 0) {
+    unpaired = true;
   } else {
-    if (t_depth == 0) return;  // its entry came before tracing began
     idx = t_call;
     --t_depth;
   }
@@ -414,7 +416,8 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   bool have_args = !exit && domain == CUPTI_CB_DOMAIN_DRIVER_API && launch_args(cbid, d, &args);
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.done) return;
-  Call& c = s.calls[idx];
+  Call orphan;  // still seen at exit: an allocation made by the call that started CUDA
+  Call& c = unpaired ? orphan : s.calls[idx];
   if (!exit) s.by_corr[d->correlationId] = idx;
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API)
     on_runtime(cbid, d, c, exit);
