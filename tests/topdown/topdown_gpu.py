@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""TopDown on a real GPU (ctest topdown_gpu, label gpu): the kernels of td_kernels.cu, whose
+breakdown is known in advance, under tools/archbench_topdown.py.
+
+  - an FMA chain retires at least 0.9 of IPC_MAX;
+  - a streaming kernel is at least 0.8 Backend, Memory Bound its largest part;
+  - Divergence grows with the number of divergent paths (1, 2, 4, ... 32);
+  - the raw counter values agree with Nsight Compute's (ncu, --clock-control none) for the same
+    kernels within 5% (instruction counts, active cycles and every stall reason holding at least
+    5% of the stalls; the others are printed). Skipped, with the reason, where ncu is absent.
+
+Exit 77 (skip) where there is no CUDA device. --out DIR keeps every file written.
+"""
+import argparse
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_topdown(tool, lib, prog, out):
+    j = os.path.join(out, "td_kernels-topdown.json")
+    raw = os.path.join(out, "td_kernels-topdown.raw.jsonl")
+    cmd = [sys.executable, tool, "--level", "3", "--by-invocation", "--json", j, "--raw", raw,
+           "--csv", os.path.join(out, "td_kernels-topdown.csv")]
+    if lib:
+        cmd += ["--lib", lib]
+    p = subprocess.run(cmd + ["--", prog], capture_output=True, text=True)
+    with open(os.path.join(out, "td_kernels-topdown.txt"), "w") as f:
+        f.write(p.stdout + p.stderr)
+    print(p.stdout, p.stderr, sep="\n")
+    if p.returncode == 77 or "no CUDA-capable device" in p.stderr or "cudaErrorNoDevice" in p.stderr:
+        print("SKIP: no CUDA device")
+        sys.exit(77)
+    if p.returncode != 0:
+        raise SystemExit(f"FAIL: {' '.join(cmd)} exited with {p.returncode}")
+    with open(j) as f:
+        return json.load(f), raw
+
+
+def raw_metrics(raw):
+    """First launch of each kernel: its raw counter values."""
+    first = {}
+    with open(raw) as f:
+        for line in f:
+            r = json.loads(line)
+            if r["type"] == "kernel":
+                first.setdefault(r["name"].split("(")[0], r["metrics"])
+    return first
+
+
+def ncu_metrics(prog, metrics, out):
+    """ncu's values for the first launch of fma_chain and stream_triad."""
+    ncu = shutil.which("ncu") or ("/usr/local/cuda/bin/ncu" if os.path.exists("/usr/local/cuda/bin/ncu") else None)
+    if not ncu:
+        return None, "ncu not found"
+    cmd = [ncu, "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base",
+           "--metrics", ",".join(metrics), "-k", "regex:fma_chain|stream_triad", "--launch-count", "2", prog]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    with open(os.path.join(out, "td_kernels-ncu.csv"), "w") as f:
+        f.write(p.stdout + "\n--- stderr ---\n" + p.stderr)
+    if p.returncode != 0:
+        return None, f"ncu exited with {p.returncode}: {p.stderr.strip()[-400:]}"
+    lines = [l for l in p.stdout.splitlines() if l.startswith('"')]
+    rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    if len(rows) < 3:
+        return None, "ncu printed no table"
+    head, data = rows[0], rows[2:]  # the second row holds units
+    name_col = head.index("Kernel Name")
+    got = {}
+    for r in data:
+        k = r[name_col].split("(")[0]
+        if k in got:
+            continue
+        vals = {}
+        for m in metrics:
+            if m in head:
+                try:
+                    vals[m] = float(r[head.index(m)].replace(",", ""))
+                except ValueError:
+                    pass
+        got[k] = vals
+    return got, ""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--prog", required=True)
+    ap.add_argument("--tool", required=True)
+    ap.add_argument("--lib")
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    out = a.out or tempfile.mkdtemp(prefix="topdown-gpu-")
+    os.makedirs(out, exist_ok=True)
+    td, raw = run_topdown(a.tool, a.lib, a.prog, out)
+    kernels = {k["kernel"].split("(")[0]: k for k in td["kernels"]}
+    failures = []
+
+    fma = kernels["fma_chain"]
+    print(f"fma_chain: retire {fma['retire']:.3f} (>= 0.9)")
+    if fma["retire"] < 0.9:
+        failures.append(f"fma_chain retires {fma['retire']:.3f} < 0.9 of IPC_MAX")
+
+    st = kernels["stream_triad"]
+    parts = {c: st[c] for c in ("branch", "replay", "fetch", "decode", "memory_bound", "core_bound")}
+    print(f"stream_triad: backend {st['backend']:.3f} (>= 0.8), parts {parts}")
+    if st["backend"] < 0.8:
+        failures.append(f"stream_triad backend {st['backend']:.3f} < 0.8")
+    if max(parts, key=parts.get) != "memory_bound":
+        failures.append(f"stream_triad: the largest part is {max(parts, key=parts.get)}, not memory_bound")
+
+    div = [r["divergence"] for r in td["invocations"] if r["kernel"].startswith("divergent")]
+    print(f"divergent, paths 1..32: divergence {[round(d, 3) for d in div]}")
+    if len(div) != 6:
+        failures.append(f"expected 6 divergent launches, got {len(div)}")
+    elif any(b < a - 0.01 for a, b in zip(div, div[1:])) or div[-1] < div[0] + 0.3:
+        failures.append(f"divergence does not grow with the paths: {div}")
+
+    ours = raw_metrics(raw)
+    metrics = sorted(ours["fma_chain"])
+    theirs, why = ncu_metrics(a.prog, metrics, out)
+    comparison = {}
+    if theirs is None:
+        print(f"ncu comparison skipped: {why}")
+    else:
+        for k in ("fma_chain", "stream_triad"):
+            mine = ours[k]
+            stalls = sum(v for m, v in mine.items() if "issue_stalled" in m)
+            for m in metrics:
+                if m not in theirs.get(k, {}):
+                    continue
+                a_, b_ = mine[m], theirs[k][m]
+                diff = abs(a_ - b_) / max(abs(b_), 1e-12) if (a_ or b_) else 0.0
+                judged = m.startswith(("sm__inst", "smsp__thread_inst", "sm__cycles_active")) or (
+                    "issue_stalled" in m and stalls and b_ >= 0.05 * stalls)
+                comparison[f"{k} {m}"] = {"archbench": a_, "ncu": b_, "rel_diff": diff, "judged": bool(judged)}
+                flag = "" if diff <= 0.05 else ("  <-- over 5%" if judged else "  (not judged: small)")
+                print(f"  {k:13} {m:58} ours {a_:14.6g} ncu {b_:14.6g} {100 * diff:6.2f}%{flag}")
+                if judged and diff > 0.05:
+                    failures.append(f"{k} {m}: {a_:.6g} vs ncu {b_:.6g} ({100 * diff:.1f}%)")
+        with open(os.path.join(out, "td_kernels-vs-ncu.json"), "w") as f:
+            json.dump(comparison, f, indent=1)
+    if failures:
+        print("FAIL:\n  " + "\n  ".join(failures))
+        return 1
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
