@@ -55,9 +55,18 @@ archbench options:
                          op_per_joule / byte_per_joule / call_per_joule and their *_err
                          half-widths; idle power goes in the context (idle_watt). Where no
                          sensor answers, the context's energy_meter says why.
+  --topdown=LEVEL        TopDown counters from the GPU's hardware counters (also ARCHBENCH_TOPDOWN):
+                         0 off; 1 (default) td_retire, td_divergence, td_frontend, td_backend
+                         (fractions of the SM's peak issue rate, IPC_MAX = 4, adding up to 1)
+                         and td_ipc; 2 adds td_branch, td_replay, td_fetch, td_decode,
+                         td_memory_bound, td_core_bound; 3 adds td_stall_<reason> for every
+                         stall reason and td_issue_selected / td_issue_not_selected. After each
+                         workload's timed loop, one launch is replayed once per counter pass
+                         (CUPTI's range profiler; CUDA devices). Where counters cannot be read
+                         (OpenCL, no CUPTI, no permission) the context's topdown says why.
   --help                 this text, then Google Benchmark's options
 
-Environment: ARCHBENCH_DEVICE, ARCHBENCH_SWEEP, ARCHBENCH_ENERGY, ARCHBENCH_RESULTS_DIR,
+Environment: ARCHBENCH_DEVICE, ARCHBENCH_SWEEP, ARCHBENCH_ENERGY, ARCHBENCH_TOPDOWN, ARCHBENCH_RESULTS_DIR,
   ARCHBENCH_RESULTS_ROOT (see above);
   ARCHBENCH_CL_OPTIONS   extra OpenCL build options appended to every kernel's (they win);
                          recorded in the JSON context as cl_options
@@ -117,6 +126,7 @@ std::string timestamp() {
 // With repetitions, the console shows one line per benchmark: the median (errors once).
 class MedianConsoleReporter : public benchmark::ConsoleReporter {
  public:
+  using ConsoleReporter::ConsoleReporter;
   void ReportRuns(const std::vector<Run>& runs) override {
     std::vector<Run> keep;
     for (const Run& r : runs) {
@@ -206,6 +216,27 @@ std::unique_ptr<ab::EnergyMeter> open_energy(const ab::DeviceInfo& d, bool wante
   return m;
 }
 
+// With --topdown=LEVEL (> 0): the device's profiler, said in the context; nullptr (said once)
+// where the device's counters cannot be read.
+std::unique_ptr<ab::Profiler> open_profiler(ab::Device& dev, int level) {
+  benchmark::AddCustomContext("topdown_level", std::to_string(level));
+  if (level <= 0) {
+    benchmark::AddCustomContext("topdown", "none: --topdown=0");
+    return nullptr;
+  }
+  std::string why;
+  std::unique_ptr<ab::Profiler> p = dev.profiler(why);
+  if (!p) {
+    if (dev.info().backend == "cuda")  // expected elsewhere; worth a line where it was possible
+      std::cerr << "archbench: no TopDown counters: " << why << "\n";
+    benchmark::AddCustomContext("topdown", "none: " + why);
+    return nullptr;
+  }
+  benchmark::AddCustomContext("topdown", p->describe());
+  benchmark::AddCustomContext("topdown_ipc_max", "4");
+  return p;
+}
+
 // Where the JSON goes when no --benchmark_out is given (see the usage text).
 std::filesystem::path default_out(const ab::DeviceInfo& info, bool record, const std::string& suite,
                                   const std::string& sweep, const std::string& tag) {
@@ -233,7 +264,7 @@ int run_every_device(const std::vector<ab::DeviceInfo>& devices, const std::vect
   int failed = 0;
   for (int i : chosen) {
     const ab::DeviceInfo& d = devices[i];
-    std::vector<std::string> argv = {ab::self_path(), "--benchmark_color=false"};  // a pipe, not a terminal
+    std::vector<std::string> argv = {ab::self_path()};
     for (std::size_t k = 1; k < args.size(); ++k)
       if (!starts_with(args[k], "--device=") && !starts_with(args[k], "--record") &&
           !starts_with(args[k], "--benchmark_out"))
@@ -267,6 +298,7 @@ int main(int argc, char** argv) {
   std::string sweep = env("ARCHBENCH_SWEEP", "quick");
   bool list_devices = false, help = false, listing_tests = false;
   bool energy = env("ARCHBENCH_ENERGY") == "1";
+  std::string topdown = env("ARCHBENCH_TOPDOWN", "1");
   bool has_out = false, has_min_time = false, has_reps = false, record = false;
   std::string suite;
   std::vector<std::string> gb{args[0]};
@@ -277,6 +309,7 @@ int main(int argc, char** argv) {
     else if (starts_with(a, "--sweep=")) sweep = a.substr(8);
     else if (a == "--record") record = true;
     else if (a == "--energy") energy = true;
+    else if (starts_with(a, "--topdown=")) topdown = a.substr(10);
     else if (starts_with(a, "--record=")) record = true, suite = a.substr(9);
     else if (a == "--help" || a == "-h") help = true;
     else {
@@ -298,6 +331,10 @@ int main(int argc, char** argv) {
   }
   if (record && has_out) {
     std::cerr << "archbench: --record chooses the output file; drop --benchmark_out\n";
+    return 2;
+  }
+  if (topdown.size() != 1 || topdown[0] < '0' || topdown[0] > '3') {
+    std::cerr << "archbench: --topdown must be 0, 1, 2 or 3, not '" << topdown << "'\n";
     return 2;
   }
   if (sweep != "quick" && sweep != "full") {
@@ -339,6 +376,7 @@ int main(int argc, char** argv) {
   std::deque<ab::Workload> workloads;  // stable addresses for the registered lambdas
   std::unique_ptr<ab::Measure> measure;
   std::unique_ptr<ab::EnergyMeter> meter;  // outlives the benchmarks that read it
+  std::unique_ptr<ab::Profiler> profiler;
   if (!devices.empty()) {
     std::string error;
     const int chosen = ab::select_device(devices, selector, error);
@@ -368,6 +406,8 @@ int main(int argc, char** argv) {
     if (!help) {
       meter = open_energy(info, energy && !listing_tests);
       measure->set_energy_meter(meter.get());
+      if (!listing_tests) profiler = open_profiler(*device, topdown[0] - '0');
+      measure->set_profiler(profiler.get(), topdown[0] - '0');
     }
     if (!has_out && !listing_tests && !help) {
       const auto out = default_out(info, record, suite, sweep, "");
@@ -384,7 +424,9 @@ int main(int argc, char** argv) {
   int gb_argc = static_cast<int>(gb_argv.size());
   benchmark::Initialize(&gb_argc, gb_argv.data());
   if (benchmark::ReportUnrecognizedArguments(gb_argc, gb_argv.data())) return 2;
-  MedianConsoleReporter console;
+  // Colours for a terminal only: a log file or a parent's pipe (--device=all, MPI) gets plain text.
+  MedianConsoleReporter console(isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_ColorTabular
+                                                      : benchmark::ConsoleReporter::OO_Tabular);
   const std::size_t ran = benchmark::RunSpecifiedBenchmarks(&console);
   benchmark::Shutdown();
   if (ran == 0 && !listing_tests) {
