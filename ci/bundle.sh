@@ -27,9 +27,12 @@ cp "$build/archbench" "$build/tests/archbench_unit" "$build/tests/archbench_conf
 # planted programs: bundle/tools/archbench_trace.py run -- bundle/bin/archbench ...
 [ -e "$build/lib/libarchbench_trace_opencl.so" ] && cp "$build/lib/libarchbench_trace_opencl.so" "$dest/lib/"
 [ -x "$build/tests/archbench_trace_planted" ] && cp "$build/tests/archbench_trace_planted" "$dest/bin/"
+# TopDown for any CUDA program (CUPTI injection, libcupti the node's own) and its GPU test.
+[ -e "$build/lib/libarchbench_topdown.so" ] && cp "$build/lib/libarchbench_topdown.so" "$dest/lib/"
+[ -x "$build/tests/archbench_td_kernels" ] && cp "$build/tests/archbench_td_kernels" "$dest/bin/"
 cuda_from_node=0
 [ "${ARCHBENCH_BUNDLE_CUDA:-}" = node ] && cuda_from_node=1
-cp tests/smoke.py "$dest/tests/"
+cp tests/smoke.py tests/topdown/topdown_gpu.py "$dest/tests/"
 cp ci/node-run.sh ci/gpu-multi.sh "$dest/"  # gpu-multi.sh: several GPUs (--device=all, the peer matrix)
 cp -r tools "$dest/tools"
 # Everything the binaries link that is not part of the C/C++ runtime every node has.
