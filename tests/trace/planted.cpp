@@ -106,12 +106,23 @@ void run(cl_command_queue q, cl_kernel k, size_t n) {
 
 constexpr size_t kN = 1 << 16;
 
+cl_mem new_buffer(cl_context ctx) {
+  cl_int err;
+  cl_mem m = clCreateBuffer(ctx, CL_MEM_READ_WRITE, kN * sizeof(float), nullptr, &err);
+  check(err, "clCreateBuffer");
+  return m;
+}
+
+void release(cl_kernel k, cl_mem m, cl_program p) {
+  clReleaseKernel(k);
+  clReleaseMemObject(m);
+  clReleaseProgram(p);
+}
+
 int roundtrip() {
   Cl cl;
   cl_program p = build(cl.ctx, cl.devices[0]);
-  cl_int err;
-  cl_mem a = clCreateBuffer(cl.ctx, CL_MEM_READ_WRITE, kN * sizeof(float), nullptr, &err);
-  check(err, "clCreateBuffer");
+  cl_mem a = new_buffer(cl.ctx);
   std::vector<float> host(kN);
   for (size_t i = 0; i < kN; ++i) host[i] = float(i % 97);
   cl_kernel k = kernel(p, "scale", a, 2.0f);
@@ -124,9 +135,7 @@ int roundtrip() {
   check(clEnqueueWriteBuffer(cl.q, a, CL_TRUE, 0, kN * sizeof(float), host.data(), 0, nullptr, nullptr), "write again");
   run(cl.q, k, kN);
   check(clFinish(cl.q), "clFinish");
-  clReleaseKernel(k);
-  clReleaseMemObject(a);
-  clReleaseProgram(p);
+  release(k, a, p);
   printf("planted roundtrip: %zu bytes read back and written again unchanged\n", kN * sizeof(float));
   return 0;
 }
@@ -134,9 +143,7 @@ int roundtrip() {
 int gap(double ms) {
   Cl cl;
   cl_program p = build(cl.ctx, cl.devices[0]);
-  cl_int err;
-  cl_mem a = clCreateBuffer(cl.ctx, CL_MEM_READ_WRITE, kN * sizeof(float), nullptr, &err);
-  check(err, "clCreateBuffer");
+  cl_mem a = new_buffer(cl.ctx);
   cl_kernel k = kernel(p, "fill", a, 1.0f);
   run(cl.q, k, kN);
   check(clFinish(cl.q), "clFinish");
@@ -145,9 +152,7 @@ int gap(double ms) {
   double took = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   run(cl.q, k, kN);
   check(clFinish(cl.q), "clFinish");
-  clReleaseKernel(k);
-  clReleaseMemObject(a);
-  clReleaseProgram(p);
+  release(k, a, p);
   printf("planted gap: host work of %.1f ms (asked %.1f ms) between two kernels\n", took, ms);
   return 0;
 }
@@ -175,15 +180,11 @@ int unused() {
     return 77;
   }
   cl_program p = build(cl.ctx, cl.devices[0]);
-  cl_int err;
-  cl_mem a = clCreateBuffer(cl.ctx, CL_MEM_READ_WRITE, kN * sizeof(float), nullptr, &err);
-  check(err, "clCreateBuffer");
+  cl_mem a = new_buffer(cl.ctx);
   cl_kernel k = kernel(p, "fill", a, 3.0f);
   run(cl.q, k, kN);
   check(clFinish(cl.q), "clFinish");
-  clReleaseKernel(k);
-  clReleaseMemObject(a);
-  clReleaseProgram(p);
+  release(k, a, p);
   printf("planted unused: %zu devices, a context on the first only\n", cl.devices.size());
   return 0;
 }
@@ -195,8 +196,7 @@ int inorder() {
   std::vector<cl_mem> bufs;
   std::vector<cl_kernel> ks;
   for (int i = 0; i < 4; ++i) {
-    bufs.push_back(clCreateBuffer(cl.ctx, CL_MEM_READ_WRITE, kN * sizeof(float), nullptr, &err));
-    check(err, "clCreateBuffer");
+    bufs.push_back(new_buffer(cl.ctx));
     ks.push_back(kernel(p, "fill", bufs.back(), float(i)));
   }
   for (cl_kernel k : ks) run(cl.q, k, kN);  // no data between them, yet the queue serialises them

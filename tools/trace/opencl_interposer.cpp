@@ -102,7 +102,8 @@ struct State {
   std::unordered_map<cl_program, Program> programs;
   std::unordered_map<cl_kernel, std::vector<std::pair<cl_mem, char>>> kernel_args;
   std::vector<Mapping> mappings;
-  int counters[6] = {0, 0, 0, 0, 0, 0};  // ids for queues, buffers, programs, contexts
+  int counters[4] = {0, 0, 0, 0};  // ids for queues, buffers, programs, contexts
+  uint64_t unfinished = 0;  // commands still not complete at exit (counted in records_dropped)
 };
 State& st() { static State* s = new State; return *s; }  // never destroyed: used from atexit
 
@@ -233,20 +234,40 @@ void finish_pending(Pending& p) {
   add_rec(std::move(r));
 }
 
-// Moves completed commands into records; with wait, waits for all of them first (exit).
-// Caller holds the mutex.
-void sweep(bool wait) {
+// Moves completed commands into records. Caller holds the mutex. Reads still to be hashed wait
+// for a synchronisation (at_sync): only then is the host memory known to be the program's data
+// (elsewhere the program may already have freed it).
+void sweep(bool at_sync) {
   State& s = st();
   std::vector<Pending> keep;
   for (Pending& p : s.pending) {
     cl_int status = CL_QUEUED;
-    if (wait) REAL(clWaitForEvents)(1, &p.ev);
+    if (p.read_ptr && !at_sync) { keep.push_back(std::move(p)); continue; }
     REAL(clGetEventInfo)(p.ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, nullptr);
     if (status == CL_COMPLETE) finish_pending(p);
     else if (status < 0) REAL(clReleaseEvent)(p.ev);  // the command failed: nothing to time
     else keep.push_back(std::move(p));
   }
   s.pending.swap(keep);
+}
+
+// At exit: flushes the queues still holding commands and gives them up to 5 s; a command that
+// never completes (one behind a user event never set, say) is counted, not waited for forever.
+// Reads never followed by a synchronisation get no hash: their memory may be gone by now.
+void sweep_at_exit() {
+  State& s = st();
+  for (Pending& p : s.pending) {
+    if (p.read_ptr) {
+      p.read_ptr = nullptr;
+      p.body += ",\"hash\":null";
+    }
+    cl_command_queue q = nullptr;
+    if (REAL(clGetEventInfo)(p.ev, CL_EVENT_COMMAND_QUEUE, sizeof q, &q, nullptr) == CL_SUCCESS && q) REAL(clFlush)(q);
+  }
+  uint64_t deadline = now_ns() + 5000000000ull;
+  while (sweep(false), !s.pending.empty() && now_ns() < deadline) usleep(1000);
+  s.unfinished = s.pending.size();
+  s.dropped += s.unfinished;
 }
 
 // Wraps an enqueue: supplies an event where the program asked for none (released after its
@@ -301,7 +322,7 @@ void add_sync(const char* kind, uint64_t t0, cl_command_queue q, const Frames& p
   add_plain(std::string("{\"type\":\"sync\",\"kind\":\"") + kind + "\",\"start_ns\":" + std::to_string(t0) +
                 ",\"end_ns\":" + std::to_string(t1) + ",\"queue\":" + (q ? quote(queue_id(q)) : "null"),
             &path);
-  sweep(false);  // what the program waited for is complete now: time it (and hash its reads) before it returns
+  sweep(true);  // what the program waited for is complete now: time it (and hash its reads) before it returns
 }
 
 std::string copy_head(const char* kind, size_t bytes, const void* host, cl_mem buf, cl_command_queue q, bool blocking) {
@@ -386,7 +407,7 @@ void write_output() {
   if (!s.active) return;
   s.active = false;
   sampler().stop();
-  sweep(true);
+  sweep_at_exit();
   uint64_t end = now_ns();
   std::string file;
   FILE* f = open_output(&file);
@@ -600,6 +621,15 @@ CL_API_ENTRY cl_program CL_API_CALL clLinkProgram(cl_context ctx, cl_uint n, con
   });
   if (err) *err = e;
   return out;
+}
+
+// A new kernel object starts with no arguments (its address may be a released kernel's).
+CL_API_ENTRY cl_kernel CL_API_CALL clCreateKernel(cl_program prog, const char* name, cl_int* err) {
+  enter();
+  cl_kernel k = REAL(clCreateKernel)(prog, name, err);
+  std::lock_guard<std::mutex> lock(st().mu);
+  st().kernel_args.erase(k);
+  return k;
 }
 
 CL_API_ENTRY cl_int CL_API_CALL clSetKernelArg(cl_kernel k, cl_uint index, size_t size, const void* value) {
