@@ -105,7 +105,7 @@ std::vector<Workload> build(const Plan& plan) {
   if (d.backend != "cuda") return {};
   if (d.peers.empty()) {
     Workload w;
-    w.name = "peer/cuda/pairs";
+    w.name = "peer/cuda/pairs/gpus:1";
     w.skip = "the peer family needs two CUDA GPUs; this machine has one";
     return {w};
   }

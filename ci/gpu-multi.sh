@@ -16,6 +16,8 @@ mkdir -p "$out"
 # NVLink multicast (NVLS) stays off on these machines: nothing here calls NCCL or
 # cuMulticastCreate, and this says so to anything that might.
 export NCCL_NVLS_ENABLE=0 NCCL_MNNVL_ENABLE=0
+# No TopDown counter passes here: they would only add time to a comparison of devices.
+export ARCHBENCH_TOPDOWN=0
 rc=0
 {
   date -u

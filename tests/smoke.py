@@ -93,6 +93,21 @@ with tempfile.TemporaryDirectory() as tmp:
         expect(copy and all(b.get("error_occurred") and "build log" in b.get("error_message", "") for b in copy),
                "every benchmark was reached and skipped with its build log")
 
+# --device=all: each device in its own process, one JSON tagged by device, the report beside it.
+with tempfile.TemporaryDirectory() as tmp:
+    node = os.path.join(tmp, "node.json")
+    rc, out, err = run(["--device=all", "--benchmark_filter=^memory/%s/triad/double$" % BE, "--benchmark_min_time=0.01",
+                        "--benchmark_repetitions=1", "--benchmark_out=" + node])
+    expect(rc == 0, "--device=all exits 0 (stderr: %s)" % err[-300:])
+    doc = json.load(open(node)) if os.path.exists(node) else {"context": {}, "benchmarks": []}
+    runs = doc["context"].get("runs", [])
+    expect(runs and all(not r.get("failed") for r in runs), "--device=all: every device ran")
+    expect(doc["benchmarks"] and all(b.get("device_selector") in [r["device_selector"] for r in runs]
+                                     for b in doc["benchmarks"]), "--device=all: every entry tagged with its device")
+    expect(runs and ("[%s] " % runs[0]["device_selector"]) in out, "--device=all: console lines say their device")
+    expect(os.path.exists(os.path.join(tmp, "node-variability.json")), "--device=all: the variability report beside")
+rc, out, err = run(["--device=all:no-such-kind"])
+expect(rc == 2 and "no such device" in err, "--device=all with a filter no device matches: exit 2")
 rc, out, err = run(["--device=no-such-device-xyz"])
 expect(rc == 2 and "no device matches" in err and "--device=" in err, "an unknown device: exit 2, devices listed")
 rc, out, err = run(["--sweep=huge"])

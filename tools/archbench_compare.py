@@ -100,11 +100,24 @@ def read_results(path):
     return data["context"], data["benchmarks"]
 
 
+def is_derived(path):
+    """True for a well-formed JSON document that is no results file: a model or report that a tool
+    wrote beside the results (roofline models, variability reports, peer matrices)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False  # read_results says what is wrong with it
+    return not (isinstance(data, dict) and "benchmarks" in data)
+
+
 def result_files(path):
-    """The JSON files a BASE/NEW argument stands for (a file, or every *.json below a folder)."""
+    """The JSON files a BASE/NEW argument stands for (a file, or every *.json results file below
+    a folder: the models and reports tools write beside them are left out)."""
     if os.path.isdir(path):
         found = sorted(os.path.join(root, name) for root, _, names in os.walk(path)
                        for name in names if name.lower().endswith(".json"))
+        found = [f for f in found if not is_derived(f)]
         if not found:
             raise InputError(f"{path}: folder holds no *.json results files")
         return found

@@ -101,7 +101,7 @@ def variability(merged, threshold=3.5, min_share=0.25):
     slow_nodes = [h for h, units in sorted(hosts.items()) if len(hosts) > 1 and units and set(units) <= flagged]
     return {"threshold": threshold, "min_share": min_share, "mad_floor": MAD_FLOOR,
             "gpus": sorted({u for b in units.values() for u in b}),
-            "benchmarks": benches, "slow_gpus": slow_gpus, "slow_nodes": slow_nodes,
+            "per_benchmark": benches, "slow_gpus": slow_gpus, "slow_nodes": slow_nodes,
             "failed_runs": [{"gpu": am.unit_of(r), "status": r.get("status"), "error": r.get("error", ""),
                              "output_tail": r.get("output_tail", "")} for r in runs if r.get("failed")]}
 
@@ -119,7 +119,7 @@ def fmt(metric, v):
 def render(report):
     """The report as console text."""
     lines = [f"Variability over {len(report['gpus'])} devices: " + ", ".join(report["gpus"])]
-    rows = report["benchmarks"]
+    rows = report["per_benchmark"]
     if rows:
         width = max(len(b["name"]) for b in rows)
         lines.append(f"{'benchmark':<{width}}  {'gpus':>4}  {'min':>16}  {'median':>16}  {'max':>16}  outliers")

@@ -107,7 +107,7 @@ class MergeAndVariability(unittest.TestCase):
         self.assertGreater(latency[0]["ratio_to_median"], 1.2)
         self.assertEqual(report["slow_nodes"], [], "node1's other GPU is fine")
         self.assertIn("SLOW GPU: node1 rank 3 cuda:1", p.stdout)
-        for b in report["benchmarks"]:
+        for b in report["per_benchmark"]:
             self.assertEqual(b["gpus"], 6)
             self.assertLessEqual(b["min"], b["median"])
             self.assertLessEqual(b["median"], b["max"])
@@ -121,7 +121,7 @@ class MergeAndVariability(unittest.TestCase):
         p, _, report = Cluster(self.tmp).merge()
         self.assertEqual(report["slow_gpus"], [])
         self.assertEqual(report["slow_nodes"], [])
-        self.assertTrue(all(not b["outliers"] for b in report["benchmarks"]), report["benchmarks"])
+        self.assertTrue(all(not b["outliers"] for b in report["per_benchmark"]), report["per_benchmark"])
         self.assertIn("no slow GPU", p.stdout)
 
     def test_identical_gpus_make_no_outlier_of_a_small_difference(self):

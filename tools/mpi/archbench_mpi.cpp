@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
   if (selector.empty()) {
     result.tail = note;
   } else {
-    std::vector<std::string> child = {archbench, "--benchmark_color=false"};  // a pipe, not a terminal
+    std::vector<std::string> child = {archbench};
     child.insert(child.end(), passed.begin(), passed.end());
     child.insert(child.end(), {"--device=" + selector, "--benchmark_out=" + json, "--benchmark_out_format=json"});
     result = ab::run_child(child, tag);
