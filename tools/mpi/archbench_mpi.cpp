@@ -2,13 +2,15 @@
 // file tagged by host, rank and device, with the variability report (tools/archbench_merge.py,
 // the same merge as `archbench --device=all`).
 //
-// Usage: mpirun -np N archbench_mpi [--out=MERGED.json] [--archbench=PATH] [archbench args...]
+// Usage: mpirun -np N archbench_mpi [--out=MERGED.json] [--archbench=PATH] [--device=SEL0,SEL1,...]
+//                                    [archbench args...]
 //
 // Each rank runs archbench as a child process (so that a GPU that crashes its run takes no
 // rank down) on the device of its local rank: the local-rank-th of the devices
 // `--device=all` means (every CUDA GPU where there is one, else every device: on a machine
 // with PoCL alone that is the one CPU device, which then every rank of the host shares).
-// ARCHBENCH_MPI_DEVICES=SEL0,SEL1,... gives the selector per local rank instead (wrapping).
+// --device=SEL0,SEL1,... (or ARCHBENCH_MPI_DEVICES) gives the selector per local rank instead
+// (wrapping: one selector is every rank's).
 // A rank whose run fails is reported in the merged file and the report, not fatal: rank 0's
 // exit status (so mpirun's) is the number of failed ranks, 125 when the merge itself failed.
 #include <mpi.h>
@@ -34,9 +36,16 @@ namespace {
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 
+const char* kUsage =
+    "Usage: mpirun -np N archbench_mpi [--out=MERGED.json] [--archbench=PATH] [--device=SEL0,SEL1,...] [archbench "
+    "args...]\n"
+    "Runs archbench on every rank (each on the device of its local rank, or SELk for local rank k) and writes one\n"
+    "merged file on rank 0 (default archbench-mpi.json) with <file>-variability.json beside it. Exit status: the\n"
+    "number of ranks whose run failed (they are reported in both files).\n";
+
 // The selector this rank runs on (see the header), or "" with `note` saying why there is none.
-std::string rank_device(int local_rank, std::string& note) {
-  if (const char* list = std::getenv("ARCHBENCH_MPI_DEVICES")) {
+std::string rank_device(int local_rank, const std::string& list, std::string& note) {
+  if (!list.empty()) {
     std::vector<std::string> sels;
     std::istringstream s(list);
     for (std::string sel; std::getline(s, sel, ',');) sels.push_back(sel);
@@ -95,19 +104,30 @@ int main(int argc, char** argv) {
   gethostname(host, sizeof host - 1);
 
   std::string out = "archbench-mpi.json";
+  const char* env_devices = std::getenv("ARCHBENCH_MPI_DEVICES");
+  std::string devices = env_devices ? env_devices : "";
   std::string archbench = (fs::path(ab::self_path()).parent_path() / "archbench").string();
   std::vector<std::string> passed;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (starts_with(a, "--out=")) out = a.substr(6);
     else if (starts_with(a, "--archbench=")) archbench = a.substr(12);
-    else if (!starts_with(a, "--device=") && !starts_with(a, "--benchmark_out") && !starts_with(a, "--record")) passed.push_back(a);
+    else if (starts_with(a, "--device=")) devices = a.substr(9);
+    else if (a == "--help" || a == "-h") {
+      if (rank == 0) std::cout << kUsage;
+      MPI_Finalize();
+      return 0;
+    } else if (!starts_with(a, "--benchmark_out") && !starts_with(a, "--record")) passed.push_back(a);
   }
 
   char tmpl[] = "/tmp/archbench-mpi-XXXXXX";
-  const std::string dir = mkdtemp(tmpl) ? tmpl : "/tmp";
+  if (!mkdtemp(tmpl)) {
+    std::cerr << "archbench_mpi: rank " << rank << ": cannot make a temporary folder in /tmp\n";
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+  const std::string dir = tmpl;
   std::string note;
-  const std::string selector = rank_device(local_rank, note);
+  const std::string selector = rank_device(local_rank, devices, note);
   const std::string tag = "[rank " + std::to_string(rank) + " " + host + " " + selector + "] ";
   if (!note.empty()) std::cout << tag << "archbench_mpi: " << note << "\n";
   const std::string json = dir + "/rank.json";
