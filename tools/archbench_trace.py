@@ -289,14 +289,20 @@ def cpu_idle(procs, acts, top):
     by_work = collections.defaultdict(float)
     total = 0
     for p in procs:
-        pacts = [r for t in DEVICE_TYPES for r in p["by_type"].get(t, []) if r["end_ns"] >= r["start_ns"] > 0]
+        pacts = sorted((r for t in DEVICE_TYPES for r in p["by_type"].get(t, []) if r["end_ns"] >= r["start_ns"] > 0),
+                       key=lambda r: r["start_ns"])
+        starts = [r["start_ns"] for r in pacts]
+        longest = max((r["end_ns"] - r["start_ns"] for r in pacts), default=0)
         for s in p["by_type"].get("sync", []):
             d = s["end_ns"] - s["start_ns"]
             total += d
             key = f"{s['kind']}: {short_path(s.get('path'))}"
             by_path[key]["ns"] += d
             by_path[key]["count"] += 1
-            waited = [(r, min(r["end_ns"], s["end_ns"]) - max(r["start_ns"], s["start_ns"])) for r in pacts
+            # Only work that started before the sync ended and at most `longest` before it began can overlap it.
+            lo = bisect.bisect_left(starts, s["start_ns"] - longest)
+            hi = bisect.bisect_left(starts, s["end_ns"])
+            waited = [(r, min(r["end_ns"], s["end_ns"]) - max(r["start_ns"], s["start_ns"])) for r in pacts[lo:hi]
                       if (s.get("queue") is None or r["queue"] == s.get("queue"))]
             waited = [(r, o) for r, o in waited if o > 0]
             busy = clip_total(union([r["start_ns"], r["end_ns"]] for r, _ in waited), s["start_ns"], s["end_ns"])
