@@ -75,6 +75,7 @@ def load(paths):
         except OSError as e:
             raise TraceError(f"{path}: cannot read: {e.strerror}")
         by_type = collections.defaultdict(list)
+        paths, uses = {}, []
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
@@ -89,6 +90,16 @@ def load(paths):
                 if not isinstance(rec.get(key), want) or isinstance(rec.get(key), bool):
                     raise TraceError(f"{path}:{n}: {rec['type']} record without {want.__name__} field '{key}'")
             by_type[rec["type"]].append(rec)
+            if rec["type"] == "path":
+                if not isinstance(rec.get("id"), int) or not isinstance(rec.get("frames"), list):
+                    raise TraceError(f"{path}:{n}: path record without int 'id' and list 'frames'")
+                paths[rec["id"]] = rec["frames"]
+            elif "path_id" in rec:
+                uses.append((n, rec))
+        for n, rec in uses:  # a call path given by its id in the file's path table
+            if rec["path_id"] not in paths:
+                raise TraceError(f"{path}:{n}: path_id {rec['path_id']} has no path record")
+            rec["path"] = paths[rec["path_id"]]
         if len(by_type["process"]) != 1:
             raise TraceError(f"{path}: {len(by_type['process'])} process records (one expected)")
         procs.append({"process": by_type["process"][0], "by_type": by_type, "file": path})
