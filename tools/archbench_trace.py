@@ -187,12 +187,25 @@ def function_name(frame):
     return frame
 
 
+def outer_frames(path):
+    """The frames outermost first, without parameter lists and without the C runtime's entry."""
+    return [function_name(f) for f in reversed(path or [])
+            if f not in ("_start", "__libc_start_main") and not f.startswith("libc.so")]
+
+
 def short_path(path, depth=6):
-    """A call path for people, from the outermost frame down (as a calling-context tree reads),
-    cut at `depth` frames so that calls from one place add up; the C runtime's entry is left out."""
-    frames = [function_name(f) for f in reversed(path or [])
-              if f not in ("_start", "__libc_start_main") and not f.startswith("libc.so")]
+    """A sampled call path for people, from the outermost frame down (as a calling-context tree
+    reads), cut at `depth` frames so that samples taken under one caller add up."""
+    frames = outer_frames(path)
     return " > ".join(frames[:depth]) if frames else "(no path)"
+
+
+def call_site(path, head=2, tail=4):
+    """An API call's path: its outermost frames and, after "...", the innermost ones (the call site)."""
+    frames = outer_frames(path)
+    if len(frames) > head + tail:
+        frames = frames[:head] + ["..."] + frames[-tail:]
+    return " > ".join(frames) if frames else "(no path)"
 
 
 def activity_name(r):
@@ -307,7 +320,7 @@ def cpu_idle(procs, acts, top):
         for s in p["by_type"].get("sync", []):
             d = s["end_ns"] - s["start_ns"]
             total += d
-            key = f"{s['kind']}: {short_path(s.get('path'))}"
+            key = f"{s['kind']}: {call_site(s.get('path'))}"
             by_path[key]["ns"] += d
             by_path[key]["count"] += 1
             # Only work that started before the sync ended and at most `longest` before it began can overlap it.
@@ -364,8 +377,8 @@ def redundant_round_trips(procs):
             elif r["kind"] == "h2d" and key in seen:
                 back = seen.pop(key)
                 found.append({"hash": r["hash"], "bytes": r["bytes"],
-                              "read": {"id": back.get("id"), "buffer": back.get("buffer"), "path": short_path(back.get("path"))},
-                              "written": {"id": r.get("id"), "buffer": r.get("buffer"), "path": short_path(r.get("path"))}})
+                              "read": {"id": back.get("id"), "buffer": back.get("buffer"), "path": call_site(back.get("path"))},
+                              "written": {"id": r.get("id"), "buffer": r.get("buffer"), "path": call_site(r.get("path"))}})
     return found
 
 
@@ -381,7 +394,7 @@ def repeated_jit(builds):
             out.append({"source_hash": h, "options": opts, "kind": kind, "count": len(bs), "contexts": contexts,
                         "programs": [b.get("program") for b in bs],
                         "total_ns": sum(b["end_ns"] - b["start_ns"] for b in bs),
-                        "paths": sorted({short_path(b.get("path")) for b in bs})})
+                        "paths": sorted({call_site(b.get("path")) for b in bs})})
     return sorted(out, key=lambda r: -r["total_ns"])
 
 

@@ -171,6 +171,15 @@ class TraceTest(unittest.TestCase):
         self.assertEqual(r.returncode, 2)
         self.assertIn("cannot read", r.stderr)
 
+    def test_path_table(self):
+        recs = BASE + [{"type": "path", "id": 7, "frames": ["work", "main"]},
+                       {"type": "sample", "tid": 1, "t_ns": 5 * MS, "path_id": 7}]
+        s = at.analyse(at.load([self.write(recs)]))
+        self.assertEqual(s["gpu_idle_cause"]["by_path"][0]["path"], "main > work")
+        bad = self.write(BASE + [{"type": "sample", "tid": 1, "t_ns": 5, "path_id": 3}], "bad-1.jsonl")
+        with self.assertRaisesRegex(at.TraceError, "bad-1.jsonl:4: path_id 3 has no path record"):
+            at.load([bad])
+
     def test_report_writes_summary_and_trace(self):
         raw = self.write(BASE + [kernel(1, "a", 1, 2)])
         js, tr = os.path.join(self.tmp.name, "s.json"), os.path.join(self.tmp.name, "t.json")
