@@ -21,8 +21,9 @@ in-order queues of independent kernels, unused devices, kernels whose buffer arg
 overlap. Exit 2 on a malformed raw file (with the file and line).
 
 Frames of an executable that exports no symbols are named with addr2line (binutils) when the
-executable is still where the run found it. The tracer libraries are looked for in --lib-dir, $ARCHBENCH_TRACE_LIB_DIR, then next to this
-script (../lib in a bundle, ../build*/lib in a checkout).
+executable is still where the run found it. The tracer libraries are looked for in --lib-dir
+(only there when given), else $ARCHBENCH_TRACE_LIB_DIR, then next to this script (../lib in a
+bundle, the newest ../build*/lib in a checkout).
 """
 
 import argparse
@@ -614,9 +615,11 @@ def cmd_report(args):
 def find_lib(api, lib_dir):
     """Path of the tracer library for `api`, or None; where it looked goes into the error."""
     here = os.path.dirname(os.path.abspath(__file__))
-    dirs = [d for d in (lib_dir, os.environ.get("ARCHBENCH_TRACE_LIB_DIR")) if d]
-    dirs += [os.path.join(here, "..", "lib")]
-    dirs += sorted(glob.glob(os.path.join(here, "..", "build*", "lib")), key=os.path.getmtime, reverse=True)
+    if lib_dir:  # asked for: that folder only
+        dirs = [lib_dir]
+    else:
+        dirs = [d for d in (os.environ.get("ARCHBENCH_TRACE_LIB_DIR"),) if d] + [os.path.join(here, "..", "lib")]
+        dirs += sorted(glob.glob(os.path.join(here, "..", "build*", "lib")), key=os.path.getmtime, reverse=True)
     for d in dirs:
         p = os.path.join(d, LIBS[api])
         if os.path.exists(p):

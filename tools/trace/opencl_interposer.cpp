@@ -46,6 +46,7 @@ std::vector<std::pair<uintptr_t, uintptr_t>> self_ranges() {
   std::vector<std::pair<uintptr_t, uintptr_t>> out;
   Dl_info self{};
   if (!dladdr(reinterpret_cast<void*>(&self_ranges), &self)) return out;
+  out.emplace_back(reinterpret_cast<uintptr_t>(self.dli_fbase), 0);  // the base the callback looks for
   dl_iterate_phdr([](dl_phdr_info* info, size_t, void* data) {
     auto* o = static_cast<std::vector<std::pair<uintptr_t, uintptr_t>>*>(data);
     if (o->empty() || info->dlpi_addr != o->front().first) return 0;
@@ -56,7 +57,7 @@ std::vector<std::pair<uintptr_t, uintptr_t>> self_ranges() {
         o->emplace_back(lo, lo + info->dlpi_phdr[i].p_memsz);
       }
     return 1;
-  }, &(out = {{reinterpret_cast<uintptr_t>(self.dli_fbase), 0}}));
+  }, &out);
   return out;
 }
 
@@ -461,13 +462,15 @@ void write_output() {
   std::string file;
   FILE* f = open_output(&file);
   if (!f) return;
-  bool all_timer = true;
-  for (auto& [id, d] : s.devices) if (d.used && !d.timer) all_timer = false;
+  // The host timer only when every device that ran something had it.
+  bool timed = false, aligned = false;
+  for (auto& [id, d] : s.devices)
+    if (d.used) (d.timer ? timed : aligned) = true;
   JsonLine("process").str("api", "opencl").num("pid", getpid()).str("command", command_line())
       .unum("start_ns", s.start_ns).unum("end_ns", end)
-      .str("clock", all_timer ? "device+host timer" : "aligned at enqueue")
-      .num("sample_rate_hz", g_interval_us ? int64_t(1000000 / g_interval_us) : 0).str("sample_clock", "wall").unum("samples_dropped", sampler().dropped())
-      .unum("records_dropped", s.dropped).write(f);
+      .str("clock", timed && !aligned ? "device+host timer" : "aligned at enqueue")
+      .num("sample_rate_hz", g_interval_us ? int64_t(1000000 / g_interval_us) : 0).str("sample_clock", "wall")
+      .unum("samples_dropped", sampler().dropped()).unum("records_dropped", s.dropped).write(f);
   for (cl_device_id id : s.device_order) {
     Device& d = s.devices[id];
     JsonLine("device").str("id", d.id).str("name", d.name).boolean("used", d.used).write(f);
