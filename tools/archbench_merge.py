@@ -53,7 +53,9 @@ def merge(runs):
     for run in runs:
         record = dict(run["tags"], status=run["status"])
         try:
-            ctx, entries = ac.read_results(run["json"]) if run["json"] else (None, None)
+            # Google Benchmark creates the file before it runs anything: empty means no results.
+            written = run["json"] and os.path.exists(run["json"]) and os.path.getsize(run["json"]) > 0
+            ctx, entries = ac.read_results(run["json"]) if written else (None, None)
         except ac.InputError as e:
             ctx, entries = None, None
             record["error"] = str(e)
