@@ -343,26 +343,35 @@ def cpu_idle(procs, acts, top):
 
 def gpu_idle_cause(procs, busy, top):
     """GPU_IDLE_CAUSE: samples of the program's threads taken while no device work ran anywhere,
-    by call path and by function (inclusive: every frame of the path), each sample worth one interval."""
+    by call path and by function (inclusive: every frame of the path).
+
+    A sample stands for the time since its thread's previous sample (at most 10 intervals; the
+    first: one interval): a loaded machine delivers fewer timer signals than asked for, and
+    counting each sample as one interval would then under-state the time."""
     by_path = collections.Counter()
     by_func = collections.Counter()
     ns_path = collections.defaultdict(float)
+    ns_func = collections.defaultdict(float)
     taken = idle = 0
     for p in procs:
         period = sample_period_ns(p)
-        for s in p["by_type"].get("sample", []):
+        last = {}
+        for s in sorted(p["by_type"].get("sample", []), key=lambda s: s["t_ns"]):
             taken += 1
+            weight = min(s["t_ns"] - last[s["tid"]], 10 * period) if s["tid"] in last else period
+            last[s["tid"]] = s["t_ns"]
             if covered(busy, s["t_ns"]):
                 continue
             idle += 1
             key = short_path(s.get("path"), 8)
             by_path[key] += 1
-            ns_path[key] += period
+            ns_path[key] += weight
             for f in set(s.get("path") or []):
                 by_func[f] += 1
-    return {"samples": taken, "idle_samples": idle,
+                ns_func[f] += weight
+    return {"samples": taken, "idle_samples": idle, "ns": round(sum(ns_path.values())),
             "by_path": [{"path": k, "samples": v, "ns": round(ns_path[k])} for k, v in by_path.most_common(top)],
-            "by_function": [{"function": k, "samples": v} for k, v in by_func.most_common(top)]}
+            "by_function": [{"function": k, "samples": v, "ns": round(ns_func[k])} for k, v in by_func.most_common(top)]}
 
 
 def redundant_round_trips(procs):
@@ -572,7 +581,7 @@ def print_summary(s, out=sys.stdout):
     for r in ci["by_work"][:5]:
         w(f"  waiting for {r['name']}: {ms(r['ns'])}\n")
     gi = s["gpu_idle_cause"]
-    w(f"GPU_IDLE_CAUSE: {gi['idle_samples']} of {gi['samples']} samples with no device work\n")
+    w(f"GPU_IDLE_CAUSE {ms(gi['ns'])}: {gi['idle_samples']} of {gi['samples']} samples with no device work\n")
     for r in gi["by_path"][:5]:
         w(f"  {r['samples']} samples ({ms(r['ns'])}): {r['path']}\n")
     det = s["detectors"]

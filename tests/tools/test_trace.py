@@ -80,11 +80,13 @@ class TraceTest(unittest.TestCase):
         self.assertEqual(work, {"a": 50 * MS, "(no device work)": 50 * MS})
 
     def test_gpu_idle_cause_counts_samples_with_no_device_work(self):
-        samples = [{"type": "sample", "tid": 1, "t_ns": 300 * MS, "path": ["work(int)", "main"]},
-                   {"type": "sample", "tid": 1, "t_ns": 150 * MS, "path": ["wait", "main"]}]
+        # 1 kHz: each sample stands for the time since its thread's previous one, at most 10 ms.
+        samples = [{"type": "sample", "tid": 1, "t_ns": t * MS, "path": path}
+                   for t, path in ((150, ["wait", "main"]), (300, ["work(int)", "main"]), (303, ["work(int)", "main"]))]
         g = self.analyse([kernel(1, "a", 100, 200)] + samples)["gpu_idle_cause"]
-        self.assertEqual((g["samples"], g["idle_samples"]), (2, 1))
-        self.assertEqual(g["by_path"], [{"path": "main > work", "samples": 1, "ns": MS}])
+        self.assertEqual((g["samples"], g["idle_samples"], g["ns"]), (3, 2, 13 * MS))
+        self.assertEqual(g["by_path"], [{"path": "main > work", "samples": 2, "ns": 13 * MS}])
+        self.assertIn({"function": "work(int)", "samples": 2, "ns": 13 * MS}, g["by_function"])
 
     def test_redundant_round_trip(self):
         s = self.analyse([copy(1, "d2h", 10, 11, "cafe"), copy(2, "h2d", 20, 21, "cafe", buffer="b2"),

@@ -61,17 +61,20 @@ std::vector<std::pair<uintptr_t, uintptr_t>> self_ranges() {
   return out;
 }
 
+// True for an address inside this library.
+bool in_self(void* pc) {
+  // Never destroyed: write_output runs from atexit, after the destructors of statics made later.
+  static const auto& self = *new std::vector<std::pair<uintptr_t, uintptr_t>>(self_ranges());
+  for (auto& [lo, hi] : self)
+    if (reinterpret_cast<uintptr_t>(pc) >= lo && reinterpret_cast<uintptr_t>(pc) < hi) return true;
+  return false;
+}
+
 // The host call path of an API call, starting at the program's own frame.
 Frames capture_here() {
-  static const auto self = self_ranges();
   void* pcs[64];
   int n = backtrace(pcs, 64), i = 0;
-  auto mine = [&](void* pc) {
-    for (auto& [lo, hi] : self)
-      if (reinterpret_cast<uintptr_t>(pc) >= lo && reinterpret_cast<uintptr_t>(pc) < hi) return true;
-    return false;
-  };
-  while (i < n && mine(pcs[i])) ++i;
+  while (i < n && in_self(pcs[i])) ++i;
   return Frames(pcs + i, pcs + n);
 }
 
@@ -233,9 +236,11 @@ void enumerate_devices() {
 }
 
 void write_output();
+void start_sampling();
 
 // Called at the top of every interposed function: first-call setup and per-thread sampling.
 void enter() {
+  start_sampling();
   sampler().add_this_thread();
   State& s = st();
   static std::once_flag once;
@@ -496,7 +501,10 @@ void write_output() {
   for (size_t i = 0, n = sampler().count(); i < n; ++i) {
     const Sampler::Sample& x = sampler().at(i);
     if (x.t_ns == 0) continue;  // a slot whose signal had not finished at stop
-    JsonLine("sample").num("tid", x.tid).unum("t_ns", x.t_ns).unum("path_id", path_id(Frames(x.pcs, x.pcs + x.n), f)).write(f);
+    Frames path;  // without this library's frames (a sample taken inside a traced call)
+    for (int k = 0; k < x.n; ++k)
+      if (!in_self(x.pcs[k])) path.push_back(x.pcs[k]);
+    JsonLine("sample").num("tid", x.tid).unum("t_ns", x.t_ns).unum("path_id", path_id(path, f)).write(f);
   }
   fclose(f);
   fprintf(stderr, "archbench trace: %zu records, %zu samples in %s\n", s.recs.size(), sampler().count(), file.c_str());
@@ -511,17 +519,28 @@ void after_fork_child() {
   s.start_ns = now_ns();
 }
 
+// Starts the sampler (once): every thread that exists now, then each thread at its first call.
+void start_sampling() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (g_interval_us == 0) return;
+    std::string why;
+    if (!sampler().start(g_interval_us * 1000, &why)) {
+      fprintf(stderr, "archbench trace: no sampling (%s); GPU_IDLE_CAUSE will be empty\n", why.c_str());
+      g_interval_us = 0;
+    }
+  });
+}
+
 __attribute__((constructor)) void init() {
   st();
   if (const char* m = getenv("ARCHBENCH_TRACE_MAX_RECORDS")) st().max_recs = strtoull(m, nullptr, 10);
   if (const char* us = getenv("ARCHBENCH_TRACE_SAMPLE_US")) g_interval_us = strtoull(us, nullptr, 10);
   pthread_atfork(nullptr, nullptr, after_fork_child);
-  if (g_interval_us == 0) return;
-  std::string why;
-  if (!sampler().start(g_interval_us * 1000, &why)) {
-    fprintf(stderr, "archbench trace: no sampling (%s); GPU_IDLE_CAUSE will be empty\n", why.c_str());
-    g_interval_us = 0;
-  }
+  // Sample from the start only a program linked with OpenCL, before the runtime starts its own
+  // threads: a preloaded shell or helper process that never calls OpenCL gets no timer signals.
+  // A program that loads OpenCL later is sampled from its first call (enter()).
+  if (dlsym(RTLD_DEFAULT, "clGetPlatformIDs")) start_sampling();
 }
 
 }  // namespace
