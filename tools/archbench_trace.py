@@ -76,7 +76,7 @@ def load(paths):
         except OSError as e:
             raise TraceError(f"{path}: cannot read: {e.strerror}")
         by_type = collections.defaultdict(list)
-        paths, uses = {}, []
+        table, uses = {}, []  # the file's path table; records that name a path by its id
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
@@ -94,13 +94,13 @@ def load(paths):
             if rec["type"] == "path":
                 if not isinstance(rec.get("id"), int) or not isinstance(rec.get("frames"), list):
                     raise TraceError(f"{path}:{n}: path record without int 'id' and list 'frames'")
-                paths[rec["id"]] = rec["frames"]
+                table[rec["id"]] = rec["frames"]
             elif "path_id" in rec:
                 uses.append((n, rec))
         for n, rec in uses:  # a call path given by its id in the file's path table
-            if rec["path_id"] not in paths:
+            if rec["path_id"] not in table:
                 raise TraceError(f"{path}:{n}: path_id {rec['path_id']} has no path record")
-            rec["path"] = paths[rec["path_id"]]
+            rec["path"] = table[rec["path_id"]]
         if len(by_type["process"]) != 1:
             raise TraceError(f"{path}: {len(by_type['process'])} process records (one expected)")
         procs.append({"process": by_type["process"][0], "by_type": by_type, "file": path})
@@ -286,10 +286,12 @@ def analyse(procs, top=10):
 
 
 def gap_host(procs, gap):
-    """What the host did in an idle gap: the syncs and builds before and inside it, sampled paths."""
+    """What the host did in an idle gap: the sampled paths in it, and the builds that overlap it."""
     lo, hi = gap["start_ns"], gap["end_ns"]
-    paths = collections.Counter(short_path(s["path"]) for s in records(procs, "sample") if lo <= s["t_ns"] < hi)
-    return {"samples": [{"path": k, "count": v} for k, v in paths.most_common(3)]}
+    paths = collections.Counter(short_path(s.get("path")) for s in records(procs, "sample") if lo <= s["t_ns"] < hi)
+    builds = [{"program": b.get("program"), "ns": min(hi, b["end_ns"]) - max(lo, b["start_ns"])}
+              for b in records(procs, "build") if b["start_ns"] < hi and b["end_ns"] > lo]
+    return {"samples": [{"path": k, "count": v} for k, v in paths.most_common(3)], "builds": builds}
 
 
 def sample_period_ns(proc):
@@ -566,7 +568,8 @@ def print_summary(s, out=sys.stdout):
         w("longest idle gaps between device work:\n")
         for g in s["idle_gaps"][:5]:
             top = g["host"]["samples"][0]["path"] if g["host"]["samples"] else "(no samples)"
-            w(f"  {ms(g['ns'])}  host: {top}\n")
+            built = sum(b["ns"] for b in g["host"]["builds"])
+            w(f"  {ms(g['ns'])}  host: {top}" + (f" (building programs: {ms(built)})" if built else "") + "\n")
     if s["kernels"]:
         w("kernels:\n")
         for k in s["kernels"]:

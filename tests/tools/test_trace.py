@@ -65,6 +65,7 @@ class TraceTest(unittest.TestCase):
         self.assertEqual(s["device_busy_ns"], 300 * MS)  # 100-200 and 400-600, the overlap counted once
         self.assertEqual(s["device_idle_ns"], 700 * MS)
         self.assertEqual(s["idle_gaps"][0]["ns"], 200 * MS)
+        self.assertEqual(s["idle_gaps"][0]["host"], {"samples": [], "builds": []})
         self.assertEqual(s["devices"][0]["busy_ns"], 300 * MS)
         k = {r["name"]: r for r in s["kernels"]}
         self.assertEqual((k["a"]["count"], k["a"]["total_ns"], k["a"]["share"]), (1, 100 * MS, 0.5))
@@ -104,7 +105,11 @@ class TraceTest(unittest.TestCase):
         def build(prog, ctx, opts=""):
             return {"type": "build", "kind": "build", "program": prog, "source_hash": "ab", "options": opts,
                     "context": ctx, "start_ns": 0, "end_ns": 5 * MS, "tid": 1, "path": ["main"]}
-        s = self.analyse([build("p1", "c1"), build("p2", "c2"), build("p3", "c1", "-O0")])
+        s = self.analyse([build("p1", "c1"), build("p2", "c2"), build("p3", "c1", "-O0"),
+                          kernel(1, "a", 1, 2), kernel(2, "a", 20, 21)])
+        self.assertEqual(s["idle_gaps"][0]["host"]["builds"], [{"program": "p1", "ns": 3 * MS},
+                                                               {"program": "p2", "ns": 3 * MS},
+                                                               {"program": "p3", "ns": 3 * MS}])
         jit = s["detectors"]["repeated_jit"]
         self.assertEqual(len(jit), 1)  # -O0 is another program
         self.assertEqual((jit[0]["count"], jit[0]["contexts"], jit[0]["total_ns"]), (2, ["c1", "c2"], 10 * MS))
