@@ -501,9 +501,11 @@ void write_output() {
   for (size_t i = 0, n = sampler().count(); i < n; ++i) {
     const Sampler::Sample& x = sampler().at(i);
     if (x.t_ns == 0) continue;  // a slot whose signal had not finished at stop
-    Frames path;  // without this library's frames (a sample taken inside a traced call)
+    // A sample taken inside a traced call keeps, of this library's frames, only the outermost
+    // one of each run: the interposed entry point (clBuildProgram, say), not its helpers.
+    Frames path;
     for (int k = 0; k < x.n; ++k)
-      if (!in_self(x.pcs[k])) path.push_back(x.pcs[k]);
+      if (!in_self(x.pcs[k]) || k + 1 == x.n || !in_self(x.pcs[k + 1])) path.push_back(x.pcs[k]);
     JsonLine("sample").num("tid", x.tid).unum("t_ns", x.t_ns).unum("path_id", path_id(path, f)).write(f);
   }
   fclose(f);
