@@ -39,7 +39,7 @@ import sys
 import time
 
 LIBS = {"opencl": "libarchbench_trace_opencl.so", "cuda": "libarchbench_trace_cuda.so"}
-DEVICE_TYPES = ("kernel", "copy", "map")  # records that occupy a device queue
+DEVICE_TYPES = ("kernel", "copy", "map", "memset")  # records that occupy a device queue
 
 
 class TraceError(Exception):
@@ -58,6 +58,7 @@ REQUIRED = {
     "kernel": ("name", "queue", "start_ns", "end_ns"),
     "copy": ("kind", "bytes", "queue", "start_ns", "end_ns"),
     "map": ("kind", "queue", "start_ns", "end_ns"),
+    "memset": ("queue", "start_ns", "end_ns"),
     "build": ("source_hash", "start_ns", "end_ns"),
     "sync": ("kind", "start_ns", "end_ns"),
     "sample": ("tid", "t_ns"),
@@ -212,7 +213,8 @@ def call_site(path, head=2, tail=4):
 def activity_name(r):
     if r["type"] == "kernel":
         return r["name"]
-    return f"{r['type']} {r['kind']}" + (f" ({r.get('host_memory')})" if r["type"] == "copy" and r.get("host_memory") else "")
+    kind = f" {r['kind']}" if r.get("kind") else ""
+    return f"{r['type']}{kind}" + (f" ({r['host_memory']})" if r["type"] == "copy" and r.get("host_memory") else "")
 
 
 # ---------------------------------------------------------------------------------------------

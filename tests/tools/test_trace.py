@@ -70,6 +70,12 @@ class TraceTest(unittest.TestCase):
         k = {r["name"]: r for r in s["kernels"]}
         self.assertEqual((k["a"]["count"], k["a"]["total_ns"], k["a"]["share"]), (1, 100 * MS, 0.5))
 
+    def test_memset_occupies_the_device(self):
+        memset = {"type": "memset", "id": 9, "bytes": 64, "queue": "q1", "start_ns": 300 * MS, "end_ns": 350 * MS}
+        s = self.analyse([kernel(1, "a", 100, 200), memset])
+        self.assertEqual(s["device_busy_ns"], 150 * MS)
+        json.dumps(at.chrome_trace(at.load([self.write(BASE + [memset])])))
+
     def test_cpu_idle_split_over_the_work_waited_for(self):
         sync = {"type": "sync", "kind": "finish", "start_ns": 150 * MS, "end_ns": 250 * MS, "queue": "q1",
                 "tid": 1, "path": ["main"]}
