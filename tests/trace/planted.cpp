@@ -7,7 +7,8 @@
 //   archbench_trace_planted twice       the same source built twice in one context and once in a second
 //   archbench_trace_planted unused      a context on the first device only (the platform needs >1)
 //   archbench_trace_planted inorder     an in-order queue running kernels on disjoint buffers, then
-//                                       axpy on two distinct buffers and axpy in place (aliased)
+//                                       axpy on two distinct buffers and axpy_aliased given one
+//                                       buffer twice
 //
 // Exit 0 on success, 77 when there is no OpenCL device (or, for unused, only one), 1 on error.
 #define CL_TARGET_OPENCL_VERSION 120
@@ -16,7 +17,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
