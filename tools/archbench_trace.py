@@ -29,6 +29,7 @@ bundle, the newest ../build*/lib in a checkout).
 import argparse
 import bisect
 import collections
+import heapq
 import glob
 import json
 import os
@@ -320,19 +321,23 @@ def cpu_idle(procs, acts, top):
     for p in procs:
         pacts = sorted((r for t in DEVICE_TYPES for r in p["by_type"].get(t, []) if r["end_ns"] >= r["start_ns"] > 0),
                        key=lambda r: r["start_ns"])
-        starts = [r["start_ns"] for r in pacts]
-        longest = max((r["end_ns"] - r["start_ns"] for r in pacts), default=0)
-        for s in p["by_type"].get("sync", []):
+        # A sweep over syncs by start time: `live` holds the work that started before the current
+        # sync ends and has not ended before it starts (a heap by end time), so each sync looks
+        # only at the work that overlaps it, even when one long kernel spans thousands of others.
+        live, nxt = [], 0
+        for s in sorted(p["by_type"].get("sync", []), key=lambda s: s["start_ns"]):
             d = s["end_ns"] - s["start_ns"]
             total += d
-            key = f"{s['kind']}: {call_site(s.get('path'))}"
+            key = f"{s['kind']}: {short_path(s.get('path'))}"
             by_path[key]["ns"] += d
             by_path[key]["count"] += 1
-            # Only work that started before the sync ended and at most `longest` before it began can overlap it.
-            lo = bisect.bisect_left(starts, s["start_ns"] - longest)
-            hi = bisect.bisect_left(starts, s["end_ns"])
-            waited = [(r, min(r["end_ns"], s["end_ns"]) - max(r["start_ns"], s["start_ns"])) for r in pacts[lo:hi]
-                      if (s.get("queue") is None or r["queue"] == s.get("queue"))]
+            while nxt < len(pacts) and pacts[nxt]["start_ns"] < s["end_ns"]:
+                heapq.heappush(live, (pacts[nxt]["end_ns"], nxt))
+                nxt += 1
+            while live and live[0][0] <= s["start_ns"]:
+                heapq.heappop(live)
+            waited = [(pacts[i], min(e, s["end_ns"]) - max(pacts[i]["start_ns"], s["start_ns"])) for e, i in live
+                      if s.get("queue") is None or pacts[i]["queue"] == s.get("queue")]
             waited = [(r, o) for r, o in waited if o > 0]
             busy = clip_total(union([r["start_ns"], r["end_ns"]] for r, _ in waited), s["start_ns"], s["end_ns"])
             over = sum(o for _, o in waited) or 1
