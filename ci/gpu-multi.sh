@@ -36,7 +36,7 @@ cat "$out/topology.txt"
   export ARCHBENCH_CUDA_INCLUDE="${ARCHBENCH_CUDA_INCLUDE:-$( [ -d "$bundle/include" ] && echo "$bundle/include" || echo "${CUDA_HOME:-/usr/local/cuda}/include")}"
   ARCHBENCH_DEVICE=cuda:0 timeout 60 "$bundle/bin/archbench_conformance" --gtest_filter='peer.*'
 ) > "$out/peer-conformance.log" 2>&1
-echo "peer conformance: exit $?" | tee -a "$out/peer-conformance.log"
+s=$?; echo "peer conformance: exit $s" | tee -a "$out/peer-conformance.log"; [ $s = 0 ] || rc=1
 tail -3 "$out/peer-conformance.log"
 
 # The peer matrix first, on a cool machine, 3 repetitions (to fit one 10-minute call; the
