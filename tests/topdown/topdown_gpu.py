@@ -98,6 +98,11 @@ def main():
     a = ap.parse_args()
     out = a.out or tempfile.mkdtemp(prefix="topdown-gpu-")
     os.makedirs(out, exist_ok=True)
+    # The program exits 77 where there is no CUDA device (or no driver): skip, saying so.
+    first = subprocess.run([a.prog], capture_output=True, text=True)
+    if first.returncode == 77:
+        print(f"SKIP: no CUDA device ({first.stderr.strip()})")
+        return 77
     td, raw = run_topdown(a.tool, a.lib, a.prog, out)
     kernels = {k["kernel"].split("(")[0]: k for k in td["kernels"]}
     failures = []
