@@ -112,6 +112,7 @@ void flush(State& s, CUcontext ctx, Context& c) {
     ++s.profiled;
   }
   c.pending.clear();
+  std::fflush(s.out);  // what was measured survives a crash later in the program
 }
 
 // The context's profiler, made on its first profiled launch; null (said once) where it cannot be.
@@ -173,18 +174,43 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
   }
 }
 
+// Calls after which the program has waited for its kernels: the pending ranges are decoded
+// there, so that little is left for the exit, when the CUDA runtime may be tearing down.
+constexpr CUpti_CallbackId kSyncs[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,       CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,    CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize,     CUPTI_DRIVER_TRACE_CBID_cuMemcpy,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpy_v2,            CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH,           CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2,
+    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds,   CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer};
+constexpr CUpti_CallbackId kLaunches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
+
+bool is_sync(CUpti_CallbackId id) {
+  for (CUpti_CallbackId s : kSyncs)
+    if (s == id) return true;
+  return false;
+}
+
 void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && is_sync(id)) {
+    const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    auto it = s.contexts.find(cb->context);
+    if (cb->callbackSite == CUPTI_API_EXIT && !s.done && it != s.contexts.end() && !it->second.pending.empty())
+      flush(s, cb->context, it->second);
+  } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     on_launch(s, static_cast<const CUpti_CallbackData*>(data), id);
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
     const auto* r = static_cast<const CUpti_ResourceData*>(data);
     auto it = s.contexts.find(r->context);
     if (it != s.contexts.end()) {
       flush(s, r->context, it->second);
-      it->second.profiler.reset();
-      s.contexts.erase(it);
+      (void)it->second.profiler.release();  // left, not torn down, as at exit (see finish)
+      s.contexts.erase(it);  // a new context may come back with the same handle
     }
   }
 }
@@ -194,10 +220,10 @@ void finish() {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.done) return;
-  for (auto& [ctx, c] : s.contexts) {
-    flush(s, ctx, c);
-    c.profiler.reset();
-  }
+  // What is still pending (launches since the last synchronisation); the profilers themselves
+  // are not torn down: at exit the CUDA runtime may already be unloading, and the process's end
+  // frees them.
+  for (auto& [ctx, c] : s.contexts) flush(s, ctx, c);
   s.done = true;
   tr::JsonLine("end").unum("profiled", s.profiled).unum("unprofiled", s.skipped).unum("passes", s.passes)
       .unum("end_ns", tr::now_ns()).write(s.out);
@@ -233,11 +259,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     std::fprintf(stderr, "archbench-topdown: cuptiSubscribe failed (another CUPTI client?); unprofiled\n");
     return 0;
   }
-  for (CUpti_CallbackId id :
-       {CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-        CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz})
-    cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  for (CUpti_CallbackId id : kLaunches) cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  for (CUpti_CallbackId id : kSyncs) cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
   cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
   std::atexit(finish);
   return 1;
