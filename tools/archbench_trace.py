@@ -361,11 +361,19 @@ def gpu_idle_cause(procs, busy, top):
     by_func = collections.Counter()
     ns_path = collections.defaultdict(float)
     ns_func = collections.defaultdict(float)
-    taken = idle = 0
+    taken = idle = other = 0
     for p in procs:
         period = sample_period_ns(p)
         last = {}
+        # The program's threads: the main thread and every thread that called the API. The
+        # runtime's own threads (the driver's poll thread, CUPTI's worker) are sampled too, but
+        # they are not host call paths a programmer can act on.
+        callers = {p["process"]["pid"]} | {r["tid"] for t, recs in p["by_type"].items() if t != "sample"
+                                           for r in recs if isinstance(r, dict) and "tid" in r}
         for s in sorted(p["by_type"].get("sample", []), key=lambda s: s["t_ns"]):
+            if s["tid"] not in callers:
+                other += 1
+                continue
             taken += 1
             weight = min(s["t_ns"] - last[s["tid"]], 10 * period) if s["tid"] in last else period
             last[s["tid"]] = s["t_ns"]
@@ -379,6 +387,7 @@ def gpu_idle_cause(procs, busy, top):
                 by_func[f] += 1
                 ns_func[f] += weight
     return {"samples": taken, "idle_samples": idle, "ns": round(sum(ns_path.values())),
+            "runtime_thread_samples": other,
             "by_path": [{"path": k, "samples": v, "ns": round(ns_path[k])} for k, v in by_path.most_common(top)],
             "by_function": [{"function": k, "samples": v, "ns": round(ns_func[k])} for k, v in by_func.most_common(top)]}
 
