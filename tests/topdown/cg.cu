@@ -12,14 +12,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(x)                                                                                  \
-  do {                                                                                            \
-    cudaError_t e_ = (x);                                                                         \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                               \
-      std::exit(e_ == cudaErrorNoDevice || e_ == cudaErrorInsufficientDriver ? 77 : 1);           \
-    }                                                                                             \
-  } while (0)
+#include "check.cuh"
 
 // y = A x for the 5-point Laplacian with zero boundary.
 __global__ void stencil_spmv(const double* x, double* y, int n) {

@@ -9,14 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(x)                                                                   \
-  do {                                                                             \
-    cudaError_t e_ = (x);                                                          \
-    if (e_ != cudaSuccess) {                                                       \
-      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                \
-      std::exit(e_ == cudaErrorNoDevice || e_ == cudaErrorInsufficientDriver ? 77 : 1); \
-    }                                                                              \
-  } while (0)
+#include "check.cuh"
 
 // 8 independent FMA chains a thread: enough to issue one FFMA per scheduler per cycle.
 __global__ void fma_chain(float* out, float a, float b, int iters) {
