@@ -56,12 +56,12 @@ def raw_metrics(raw):
 
 
 def ncu_metrics(prog, metrics, out):
-    """ncu's values for the first launch of fma_chain and stream_triad."""
+    """ncu's values for the first launch of fma_chain and of stream_triad (each runs twice)."""
     ncu = shutil.which("ncu") or ("/usr/local/cuda/bin/ncu" if os.path.exists("/usr/local/cuda/bin/ncu") else None)
     if not ncu:
         return None, "ncu not found"
     cmd = [ncu, "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base",
-           "--metrics", ",".join(metrics), "-k", "regex:fma_chain|stream_triad", "--launch-count", "2", prog]
+           "--metrics", ",".join(metrics), "-k", "regex:fma_chain|stream_triad", "--launch-count", "4", prog]
     p = subprocess.run(cmd, capture_output=True, text=True)
     with open(os.path.join(out, "td_kernels-ncu.csv"), "w") as f:
         f.write(p.stdout + "\n--- stderr ---\n" + p.stderr)
