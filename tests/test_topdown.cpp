@@ -110,5 +110,5 @@ TEST(TopDown, MissingOrEmptyRangeThrows) {
   EXPECT_THROW(ab::topdown(m), std::runtime_error);
   ab::Metrics idle = recorded();
   idle["sm__inst_executed.sum"] = 0;
-  EXPECT_THROW(ab::topdown(idle), std::runtime_error);
+  EXPECT_THROW(ab::topdown(idle), ab::EmptyRange);
 }

@@ -26,6 +26,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import archbench_trace  # noqa: E402  (its library search)
+
 LEVEL1 = ["retire", "divergence", "frontend", "backend"]
 LEVEL2 = ["branch", "replay", "fetch", "decode", "memory_bound", "core_bound"]
 
@@ -35,14 +38,14 @@ class BadFile(Exception):
 
 
 def find_lib(given):
-    """The injection library: --lib, ARCHBENCH_TOPDOWN_LIB, or beside this script in a build or bundle."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    candidates = [given, os.environ.get("ARCHBENCH_TOPDOWN_LIB")]
-    for rel in ("../lib", "../build/lib", "lib"):
-        candidates.append(os.path.join(here, rel, "libarchbench_topdown.so"))
-    for c in candidates:
+    """The injection library: --lib, ARCHBENCH_TOPDOWN_LIB, else where the tracers' libraries are
+    looked for (the bundle's lib/, the newest build*/lib)."""
+    for c in (given, os.environ.get("ARCHBENCH_TOPDOWN_LIB")):
         if c and os.path.isfile(c):
             return os.path.abspath(c)
+    found = archbench_trace.find_lib("libarchbench_topdown.so", None, env=None)
+    if found:
+        return found
     raise SystemExit("archbench_topdown: libarchbench_topdown.so not found (build the target archbench_topdown, "
                      "or pass --lib / set ARCHBENCH_TOPDOWN_LIB)")
 
@@ -87,11 +90,6 @@ def load(path):
     return recs
 
 
-def columns(level):
-    cols = LEVEL1 + (LEVEL2 if level >= 2 else [])
-    return cols
-
-
 def level3_columns(kernels):
     names = set()
     for k in kernels:
@@ -117,7 +115,7 @@ def weighted(launches, cols):
 
 def analyse(recs, level):
     launches = [k for k in recs["kernel"] if k["topdown"]]
-    cols = columns(level) + (level3_columns(launches) if level >= 3 else [])
+    cols = LEVEL1 + (LEVEL2 if level >= 2 else []) + (level3_columns(launches) if level >= 3 else [])
     total_ns = sum(float(k["duration_ns"]) for k in launches)
     by_name = {}
     for k in launches:

@@ -640,16 +640,17 @@ def cmd_report(args):
 # run
 # ---------------------------------------------------------------------------------------------
 
-def find_lib(api, lib_dir):
-    """Path of the tracer library for `api`, or None; where it looked goes into the error."""
+def find_lib(name, lib_dir, env="ARCHBENCH_TRACE_LIB_DIR"):
+    """Path of the library `name` (a tracer's, or archbench_topdown.py's), or None: in `lib_dir`
+    when given, else in $`env`, the bundle's lib/ beside tools/, and the newest build*/lib."""
     here = os.path.dirname(os.path.abspath(__file__))
     if lib_dir:  # asked for: that folder only
         dirs = [lib_dir]
     else:
-        dirs = [d for d in (os.environ.get("ARCHBENCH_TRACE_LIB_DIR"),) if d] + [os.path.join(here, "..", "lib")]
+        dirs = [d for d in (os.environ.get(env or ""),) if d] + [os.path.join(here, "..", "lib")]
         dirs += sorted(glob.glob(os.path.join(here, "..", "build*", "lib")), key=os.path.getmtime, reverse=True)
     for d in dirs:
-        p = os.path.join(d, LIBS[api])
+        p = os.path.join(d, name)
         if os.path.exists(p):
             return os.path.abspath(p)
     return None
@@ -665,7 +666,7 @@ def cmd_run(args):
         print(f"archbench_trace.py run: program not found or not executable: {prog}", file=sys.stderr)
         return 2
     apis = ["opencl", "cuda"] if args.api == "auto" else [args.api]
-    libs = {a: find_lib(a, args.lib_dir) for a in apis}
+    libs = {a: find_lib(LIBS[a], args.lib_dir) for a in apis}
     missing = [a for a in apis if not libs[a]]
     if args.api != "auto" and missing or not any(libs.values()):
         print(f"archbench_trace.py run: {', '.join(LIBS[a] for a in missing)} not found (give --lib-dir or "
