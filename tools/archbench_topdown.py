@@ -58,6 +58,16 @@ def cupti_env(env):
     return env
 
 
+def driver_version(pci_bus_id):
+    """The NVIDIA driver's version for the GPU at `pci_bus_id`, as nvidia-smi says ("" without it)."""
+    try:
+        p = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", pci_bus_id],
+                           capture_output=True, text=True, timeout=30)
+        return p.stdout.strip() if p.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
 def timed(cmd, env):
     start = time.monotonic()
     try:
@@ -196,8 +206,13 @@ def main(argv=None):
     except BadFile as e:
         print(f"archbench_topdown: {e}", file=sys.stderr)
         return 2
+    for p in recs["process"][:1]:
+        context["date"] = p.get("date", "")
     for p in recs["profiler"][:1]:
-        context.update({"chip": p["chip"], "passes": p["passes"], "metrics": p["metrics"]})
+        context.update({"chip": p["chip"], "passes": p["passes"], "metrics": p["metrics"],
+                        "device": p.get("device_name", ""), "pci_bus_id": p.get("pci_bus_id", "")})
+        if cmd and p.get("pci_bus_id"):
+            context["driver_version"] = driver_version(p["pci_bus_id"])
     for e in recs["error"]:
         print(f"archbench_topdown: not profiled: {e.get('reason')}", file=sys.stderr)
     for e in recs["end"][:1]:

@@ -27,8 +27,9 @@ class TopDownTool(unittest.TestCase):
         return p, (json.load(open(out)) if os.path.exists(out) else None)
 
     def test_time_weighted_totals_and_invocations(self):
-        recs = [{"type": "process", "pid": 1, "command": "x", "start_ns": 0},
-                {"type": "profiler", "chip": "GH100", "passes": 6, "metrics": 25, "device": 0},
+        recs = [{"type": "process", "pid": 1, "command": "x", "start_ns": 0, "date": "2026-11-22T12:00:00Z"},
+                {"type": "profiler", "chip": "GH100", "passes": 6, "metrics": 25, "device": 0,
+                 "device_name": "NVIDIA H100 80GB HBM3", "pci_bus_id": "00000000:00:06.0"},
                 kernel(0, "a", 0, 100, 0.9, 0.05, 0.02, 0.03), kernel(1, "b", 0, 300, 0.1, 0.0, 0.1, 0.8),
                 kernel(2, "a", 1, 100, 0.7, 0.1, 0.1, 0.1)]
         p, j = self.run_tool(recs, "--level", "3", "--by-invocation")
@@ -40,6 +41,8 @@ class TopDownTool(unittest.TestCase):
         self.assertAlmostEqual(j["total"]["stall_long_scoreboard"], (0.03 * 100 + 0.8 * 300 + 0.1 * 100) / 500)
         self.assertEqual([r["seq"] for r in j["invocations"]], [0, 1, 2])
         self.assertEqual(j["context"]["passes"], 6)
+        self.assertEqual(j["context"]["device"], "NVIDIA H100 80GB HBM3")
+        self.assertEqual(j["context"]["date"], "2026-11-22T12:00:00Z")
         self.assertIn("TOTAL", p.stdout)
 
     def test_malformed_file_is_an_error_with_its_line(self):

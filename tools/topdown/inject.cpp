@@ -15,6 +15,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -125,8 +126,12 @@ ab::RangeProfiler* profiler_for(State& s, CUcontext ctx, Context& c) {
     auto p = std::make_unique<ab::RangeProfiler>(ctx, static_cast<int>(dev));
     p->set_metrics(ab::topdown_metrics(p->base_metrics()));
     s.passes = p->passes();
+    char name[256] = "", bus[32] = "";
+    cuDeviceGetName(name, sizeof name, dev);
+    cuDeviceGetPCIBusId(bus, sizeof bus, dev);
     tr::JsonLine("profiler").str("chip", p->chip()).unum("passes", p->passes()).unum("metrics", p->metrics().size())
-        .unum("device", static_cast<std::uint64_t>(dev)).write(s.out);
+        .unum("device", static_cast<std::uint64_t>(dev)).str("device_name", name).str("pci_bus_id", bus)
+        .write(s.out);
     c.profiler = std::move(p);
   } catch (const std::exception& e) {
     c.broken = e.what();
@@ -253,8 +258,11 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     return 0;
   }
   if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_MAX")) s.max_per_kernel = std::strtoull(m, nullptr, 10);
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   tr::JsonLine("process").num("pid", getpid()).str("command", tr::command_line()).unum("start_ns", tr::now_ns())
-      .write(s.out);
+      .str("date", date).write(s.out);
   if (cuptiSubscribe(&s.sub, callback, nullptr) != CUPTI_SUCCESS) {
     std::fprintf(stderr, "archbench-topdown: cuptiSubscribe failed (another CUPTI client?); unprofiled\n");
     return 0;
