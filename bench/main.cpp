@@ -78,6 +78,8 @@ Environment: ARCHBENCH_DEVICE, ARCHBENCH_SWEEP, ARCHBENCH_ENERGY, ARCHBENCH_TOPD
                          the one found at build time (a bundle sets it to its own copy)
   ARCHBENCH_DUMP_DIR     save every compiled program there (OpenCL: the driver's binary, PTX
                          on NVIDIA; CUDA: PTX and cubin) with its options
+  ARCHBENCH_CUPTI        the libcupti.so that --topdown loads (default: the loader's search
+                         path, then the CUDA toolkit's copy found at build time)
 
 Defaults archbench sets unless you pass them yourself:
   --benchmark_min_time=0.1 --benchmark_repetitions=3 (the console shows the median;
