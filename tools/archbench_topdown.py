@@ -9,7 +9,7 @@ The program runs twice: natively (wall time), then with libarchbench_topdown.so 
 CUDA_INJECTION64_PATH (CUPTI's range profiler, each kernel launch one range replayed by CUPTI as
 many passes as the counters need). The overhead is the ratio of the two wall times. The TopDown
 fractions (of IPC_MAX = 4 warp-instructions a cycle per SM) are computed by the library with the
-very arithmetic of archbench's td_* counters (fixtures/topdown.cpp); this script only weights
+very arithmetic of archbench's td_* counters (fixtures/meters/topdown.cpp); this script only weights
 them by each launch's GPU time (gpu__time_duration) and prints them.
 
 Levels: 1 retire, divergence, frontend, backend; 2 adds branch, replay, fetch, decode,

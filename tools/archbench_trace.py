@@ -12,7 +12,7 @@ trace.json (Chrome trace-event format: open it in https://ui.perfetto.dev) and t
 console. --overhead also runs the program untraced and prints traced/untraced wall time. The
 exit status is the program's own.
 
-report: the same analysis of raw files (tools/trace/FORMAT.md) from any run. Summary: device busy
+report: the same analysis of raw files (tools/analysis/trace/FORMAT.md) from any run. Summary: device busy
 and idle time over the program's span, the longest idle gaps, per-kernel totals, copies by kind,
 builds, CPU_IDLE (host time blocked in synchronisation, by call path and by the kernels it waited
 for), GPU_IDLE_CAUSE (sampled host call paths while no kernel or copy ran on any device), and the
@@ -44,7 +44,7 @@ DEVICE_TYPES = ("kernel", "copy", "map", "memset")  # records that occupy a devi
 
 
 class TraceError(Exception):
-    """A raw file that does not follow tools/trace/FORMAT.md (message names file and line)."""
+    """A raw file that does not follow tools/analysis/trace/FORMAT.md (message names file and line)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -747,7 +747,7 @@ def main(argv=None):
     r.add_argument("--top", type=int, default=10, help="rows per ranking")
     r.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
     p = sub.add_parser("report", help="analyse raw files")
-    p.add_argument("raw", nargs="+", help="raw .jsonl files (tools/trace/FORMAT.md)")
+    p.add_argument("raw", nargs="+", help="raw .jsonl files (tools/analysis/trace/FORMAT.md)")
     p.add_argument("--json", help="write the summary here")
     p.add_argument("--trace", help="write the Chrome trace-event JSON here")
     p.add_argument("--top", type=int, default=10, help="rows per ranking")

@@ -1,4 +1,4 @@
-"""Tests for tools/archbench_trace.py on synthetic raw files (tools/trace/FORMAT.md); stdlib unittest.
+"""Tests for tools/archbench_trace.py on synthetic raw files (tools/analysis/trace/FORMAT.md); stdlib unittest.
 
 Run from the repository root: python3 -m unittest discover -s tests/tools -v
 """
