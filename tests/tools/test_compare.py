@@ -19,7 +19,7 @@ TOOLS = os.path.join(ROOT, "tools")
 COMPARE = os.path.join(TOOLS, "archbench_compare.py")
 HISTORY = os.path.join(TOOLS, "archbench_history.py")
 sys.path.insert(0, TOOLS)
-import archbench_compare as ac  # noqa: E402
+from archbench import compare as ac, results, stats  # noqa: E402
 
 CONTEXT = {
     "date": "2024-05-01T10:00:00+00:00", "host_name": "box", "executable": "./archbench", "num_cpus": 16,
@@ -83,21 +83,21 @@ def standard(scale_mad=1.0, cv=0.01, seed=0, reps=5):
 
 class MannWhitneyTest(unittest.TestCase):
     def test_exact_small(self):
-        self.assertAlmostEqual(ac.mann_whitney_p([1, 2, 3], [4, 5, 6]), 0.1)
-        self.assertAlmostEqual(ac.mann_whitney_p([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]), 2 / 252)
-        self.assertAlmostEqual(ac.mann_whitney_p([6, 7, 8, 9, 10], [1, 2, 3, 4, 5]), 2 / 252)
+        self.assertAlmostEqual(stats.mann_whitney_p([1, 2, 3], [4, 5, 6]), 0.1)
+        self.assertAlmostEqual(stats.mann_whitney_p([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]), 2 / 252)
+        self.assertAlmostEqual(stats.mann_whitney_p([6, 7, 8, 9, 10], [1, 2, 3, 4, 5]), 2 / 252)
 
     def test_exact_interleaved_and_symmetric(self):
         # [1,3] vs [2,4]: U1 = 1 of 4; counts of U = 0..4 over 6 arrangements: 1,1,2,1,1 -> p = 2*2/6.
-        self.assertAlmostEqual(ac.mann_whitney_p([1, 3], [2, 4]), 4 / 6)
+        self.assertAlmostEqual(stats.mann_whitney_p([1, 3], [2, 4]), 4 / 6)
         # 3 vs 3, U1 = 3: counts of U = 0..9 are 1,1,2,3,3,3,3,2,1,1 (of 20) -> p = 2*7/20.
-        self.assertAlmostEqual(ac.mann_whitney_p([1, 2, 3], [1.5, 2.5, 3.5]), 0.7)
-        self.assertAlmostEqual(ac.mann_whitney_p([1.5, 2.5, 3.5], [1, 2, 3]), 0.7)
+        self.assertAlmostEqual(stats.mann_whitney_p([1, 2, 3], [1.5, 2.5, 3.5]), 0.7)
+        self.assertAlmostEqual(stats.mann_whitney_p([1.5, 2.5, 3.5], [1, 2, 3]), 0.7)
 
     def test_ties_use_normal_approximation(self):
-        p = ac.mann_whitney_p([1, 1, 2, 2, 3], [3, 4, 4, 5, 5])
+        p = stats.mann_whitney_p([1, 1, 2, 2, 3], [3, 4, 4, 5, 5])
         self.assertTrue(0 < p < 0.05, p)
-        self.assertEqual(ac.mann_whitney_p([2, 2, 2], [2, 2, 2]), 1.0)
+        self.assertEqual(stats.mann_whitney_p([2, 2, 2], [2, 2, 2]), 1.0)
 
 
 class CompareTest(unittest.TestCase):
@@ -148,7 +148,7 @@ class CompareTest(unittest.TestCase):
 
     def test_noise_rule_alone(self):
         # Fully separated samples (p < alpha) but a change below noise-factor x CV is not flagged.
-        base, new = ac.Bench(), ac.Bench()
+        base, new = results.Bench(), results.Bench()
         base.samples["real_time"] = [100, 101, 102, 103, 104]
         new.samples["real_time"] = [105, 106, 107, 108, 109]
         args = ac.parse_args(["x", "y", "--min-effect", "0.01", "--noise-factor", "5"])
@@ -203,7 +203,7 @@ class CompareTest(unittest.TestCase):
         code, out, err = run(COMPARE, self.path("base"), self.path("new"))
         self.assertEqual(code, 1, out + err)
         self.assertIn("0.00794", out)  # all 5 repetitions were merged
-        _, benches = ac.load_side(self.path("new"))
+        _, benches = results.load_side(self.path("new"))
         self.assertEqual(len(benches[MAD].samples["real_time"]), 5)
 
     def test_markdown(self):

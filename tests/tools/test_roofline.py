@@ -19,7 +19,7 @@ ROOFLINE = os.path.join(TOOLS, "archbench_roofline.py")
 H100 = os.path.join(ROOT, "results", "nvidia-h100-80gb-hbm3", "580-159-04")
 sys.path.insert(0, TOOLS)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import archbench_roofline as rl  # noqa: E402
+from archbench import roofline as rl  # noqa: E402
 from test_compare import CONTEXT, bench_rows  # noqa: E402  (helpers only, no test classes)
 
 LLC = 50 * 1024 * 1024

@@ -13,7 +13,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(ROOT, "tools", "archbench_trace.py")
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-import archbench_trace as at  # noqa: E402
+from archbench import trace as at  # noqa: E402
 
 MS = 1000000
 

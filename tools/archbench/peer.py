@@ -1,0 +1,83 @@
+"""The peer family's results as matrices: rows the source GPU, columns the destination.
+
+Usage: archbench_peer.py RESULTS... [--json MATRIX.json] [--all-sizes]
+
+RESULTS are results files or folders (archbench --device=all's merged file holds every ordered
+pair). For each variant (ce_read, ce_write, ce_nop2p_read, ce_nop2p_write, sm_read, sm_write,
+ce_bidir, sm_bidir; latency) and size, the median over repetitions: GB/s (1000-based, the
+bytes moved: both directions together for *_bidir) or, for latency, microseconds per access.
+The console shows the largest size of each variant (every size with --all-sizes); --json
+writes them all. Exit 2 on bad input or when there is no peer result. Standard library only.
+"""
+
+import argparse
+import json
+import statistics
+import sys
+
+from . import results as ar
+
+AXES = ("op", "src", "dst", "bytes")  # a peer benchmark's axes besides family and backend
+
+
+def matrices(paths):
+    """{(variant, bytes): {"unit": ..., "cells": {(src, dst): value}}} from results files or folders."""
+    benches = {}
+    for path in paths:
+        for file in ar.result_files(path):
+            ar.add_entries(benches, ar.read_results(file)[1])
+    out = {}
+    for bench in benches.values():
+        axes = bench.axes
+        if (axes.get("family"), axes.get("backend")) != ("peer", "cuda") or not all(k in axes for k in AXES):
+            continue
+        latency = axes["op"] == "latency"
+        values = ar.values_of(bench, "ns_per_access" if latency else "byte_per_s")
+        if not values:
+            continue  # skipped or failed: its error is in the results file
+        value = statistics.median(values) / (1e3 if latency else 1e9)
+        cell = out.setdefault((axes["op"], int(axes["bytes"])), {"unit": "us" if latency else "GB/s", "cells": {}})
+        cell["cells"][(int(axes["src"]), int(axes["dst"]))] = value
+    return out
+
+
+def render(key, matrix):
+    """One matrix as console text: rows src, columns dst, '-' where nothing was measured."""
+    variant, size = key
+    gpus = sorted({g for pair in matrix["cells"] for g in pair})
+    lines = [f"{variant}, {size / 2**20:g} MiB ({matrix['unit']}; rows: source GPU, columns: destination)",
+             "src\\dst " + "".join(f"{d:>10}" for d in gpus)]
+    for s in gpus:
+        row = "".join(f"{matrix['cells'][(s, d)]:>10.4g}" if (s, d) in matrix["cells"] else f"{'-':>10}" for d in gpus)
+        lines.append(f"{s:>7} " + row)
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("results", nargs="+", help="results files or folders")
+    p.add_argument("--json", help="write every matrix as JSON there")
+    p.add_argument("--all-sizes", action="store_true", help="print every size, not only the largest")
+    args = p.parse_args(argv)
+    try:
+        found = matrices(args.results)
+    except ar.InputError as e:
+        print(f"archbench_peer: {e}", file=sys.stderr)
+        return 2
+    if not found:
+        print("archbench_peer: no peer/cuda/... results in " + " ".join(args.results), file=sys.stderr)
+        return 2
+    largest = {}
+    for variant, size in found:
+        largest[variant] = max(size, largest.get(variant, 0))
+    for key in sorted(found):
+        if args.all_sizes or key[1] == largest[key[0]]:
+            print(render(key, found[key]) + "\n")
+    if args.json:
+        doc = [{"variant": v, "bytes": b, "unit": m["unit"],
+                "cells": [{"src": s, "dst": d, "value": x} for (s, d), x in sorted(m["cells"].items())]}
+               for (v, b), m in sorted(found.items())]
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1)
+    return 0
+

@@ -1,0 +1,248 @@
+"""TopDown of any CUDA program, unchanged (seed 004): per kernel, time-weighted totals, and
+launch by launch.
+
+  archbench_topdown.py [options] -- PROGRAM [ARGS...]   run PROGRAM under the injection
+  archbench_topdown.py [options] --report RAW.jsonl     analyse a file an earlier run wrote
+
+The program runs twice: natively (wall time), then with libarchbench_topdown.so injected by
+CUDA_INJECTION64_PATH (CUPTI's range profiler, each kernel launch one range replayed by CUPTI as
+many passes as the counters need). The overhead is the ratio of the two wall times. The TopDown
+fractions (of IPC_MAX = 4 warp-instructions a cycle per SM) are computed by the library with the
+very arithmetic of archbench's td_* counters (fixtures/meters/topdown.cpp); this script only weights
+them by each launch's GPU time (gpu__time_duration) and prints them.
+
+Levels: 1 retire, divergence, frontend, backend; 2 adds branch, replay, fetch, decode,
+memory_bound, core_bound; 3 adds every stall reason (stall_<reason>) and issue_selected /
+issue_not_selected. Exit status: the program's own (2 for a bad option or a malformed file).
+"""
+import argparse
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from .trace import find_lib as find_tracer_lib
+
+LEVEL1 = ["retire", "divergence", "frontend", "backend"]
+LEVEL2 = ["branch", "replay", "fetch", "decode", "memory_bound", "core_bound"]
+
+
+class BadFile(Exception):
+    pass
+
+
+def find_lib(given):
+    """The injection library: --lib, ARCHBENCH_TOPDOWN_LIB, else where the tracers' libraries are
+    looked for (the bundle's lib/, the newest build*/lib)."""
+    for c in (given, os.environ.get("ARCHBENCH_TOPDOWN_LIB")):
+        if c and os.path.isfile(c):
+            return os.path.abspath(c)
+    found = find_tracer_lib("libarchbench_topdown.so", None, env=None)
+    if found:
+        return found
+    raise SystemExit("archbench_topdown: libarchbench_topdown.so not found (build the target archbench_topdown, "
+                     "or pass --lib / set ARCHBENCH_TOPDOWN_LIB)")
+
+
+def cupti_env(env):
+    """The injection links libcupti: add the toolkit's CUPTI folders to the loader path."""
+    dirs = [d for d in ("/usr/local/cuda/extras/CUPTI/lib64", "/usr/local/cuda/lib64") if os.path.isdir(d)]
+    if dirs:
+        env["LD_LIBRARY_PATH"] = ":".join(dirs + [p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p])
+    return env
+
+
+def driver_version(pci_bus_id):
+    """The NVIDIA driver's version for the GPU at `pci_bus_id`, as nvidia-smi says ("" without it)."""
+    try:
+        p = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", pci_bus_id],
+                           capture_output=True, text=True, timeout=30)
+        return p.stdout.strip() if p.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def timed(cmd, env):
+    start = time.monotonic()
+    try:
+        rc = subprocess.call(cmd, env=env)
+    except FileNotFoundError:
+        raise SystemExit(f"archbench_topdown: no such program: {cmd[0]}")
+    return rc, time.monotonic() - start
+
+
+def load(path):
+    """The raw records, by type; a malformed line is an error naming the file and line."""
+    recs = {"process": [], "profiler": [], "kernel": [], "error": [], "end": []}
+    try:
+        f = open(path)
+    except OSError as e:
+        raise BadFile(f"{path}: {e.strerror}")
+    with f:
+        for no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+                recs.setdefault(r["type"], []).append(r)
+                if r["type"] == "kernel":
+                    float(r["duration_ns"]), r["name"], dict(r["topdown"])
+            except (ValueError, KeyError, TypeError) as e:
+                raise BadFile(f"{path}:{no}: not a TopDown record ({e})")
+    if not recs["process"]:
+        raise BadFile(f"{path}: no process record: not written by libarchbench_topdown.so")
+    return recs
+
+
+def level3_columns(kernels):
+    names = set()
+    for k in kernels:
+        names.update(n[3:] for n in k["topdown"] if n.startswith("td_stall_") or n.startswith("td_issue_"))
+    return sorted(names)
+
+
+def weighted(launches, cols):
+    """Each column's mean over launches weighted by their GPU time (plain mean if no time)."""
+    total = sum(float(k["duration_ns"]) for k in launches)
+    out = {}
+    for c in cols:
+        vals = [(float(k["duration_ns"]), k["topdown"].get("td_" + c)) for k in launches]
+        vals = [(w, v) for w, v in vals if v is not None]
+        if not vals:
+            continue
+        if total > 0:
+            out[c] = sum(w * v for w, v in vals) / sum(w for w, _ in vals)
+        else:
+            out[c] = sum(v for _, v in vals) / len(vals)
+    return out
+
+
+def analyse(recs, level):
+    launches = [k for k in recs["kernel"] if k["topdown"]]
+    cols = LEVEL1 + (LEVEL2 if level >= 2 else []) + (level3_columns(launches) if level >= 3 else [])
+    total_ns = sum(float(k["duration_ns"]) for k in launches)
+    by_name = {}
+    for k in launches:
+        by_name.setdefault(k["name"], []).append(k)
+    kernels = []
+    for name, ks in by_name.items():
+        t = sum(float(k["duration_ns"]) for k in ks)
+        kernels.append({"kernel": name, "launches": len(ks), "gpu_time_s": t * 1e-9,
+                        "time_share": t / total_ns if total_ns else 0.0, **weighted(ks, cols)})
+    kernels.sort(key=lambda r: -r["gpu_time_s"])
+    total = {"kernel": "TOTAL (time-weighted)", "launches": len(launches), "gpu_time_s": total_ns * 1e-9,
+             "time_share": 1.0 if launches else 0.0, **weighted(launches, cols)}
+    invocations = [{"seq": k["seq"], "kernel": k["name"], "invocation": k["invocation"],
+                    "gpu_time_s": float(k["duration_ns"]) * 1e-9, "grid": k.get("grid", []),
+                    "block": k.get("block", []), **{c: k["topdown"].get("td_" + c) for c in cols}}
+                   for k in sorted(launches, key=lambda k: k["seq"])]
+    failed = [k for k in recs["kernel"] if not k["topdown"]]
+    return cols, kernels, total, invocations, failed
+
+
+def short(name, width=48):
+    return name if len(name) <= width else name[:width - 3] + "..."
+
+
+def table(rows, cols, first="kernel"):
+    head = f"{first:<48} {'launches':>8} {'time %':>7} " + " ".join(f"{c[:11]:>11}" for c in cols)
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        vals = " ".join(f"{r[c]:>11.3f}" if isinstance(r.get(c), float) else f"{'-':>11}" for c in cols)
+        lines.append(f"{short(str(r[first])):<48} {r['launches']:>8} {100 * r['time_share']:>6.1f}% {vals}")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--level", type=int, choices=[1, 2, 3], default=1, help="TopDown level shown (default 1)")
+    ap.add_argument("--kernel", help="profile only kernels whose name (demangled or mangled) matches this regex")
+    ap.add_argument("--max-launches", type=int, default=0,
+                    help="profile at most N launches of each kernel; later ones run unobserved (default: all)")
+    ap.add_argument("--by-invocation", action="store_true", help="also list every launch in order (seed 004 5.3)")
+    ap.add_argument("--json", help="write the analysis as JSON here")
+    ap.add_argument("--csv", help="write the per-kernel table (and with --by-invocation, launches) as CSV here")
+    ap.add_argument("--raw", help="keep the injection's raw records here (default: a temporary file)")
+    ap.add_argument("--no-native", action="store_true", help="skip the native run (no overhead figure)")
+    ap.add_argument("--lib", help="path of libarchbench_topdown.so")
+    ap.add_argument("--report", help="analyse this raw file instead of running a program")
+    ap.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
+    a = ap.parse_args(argv)
+    cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
+    if bool(cmd) == bool(a.report):
+        ap.error("give either -- PROGRAM [ARGS...] or --report RAW.jsonl")
+
+    context = {"level": a.level, "kernel_filter": a.kernel or "", "max_launches": a.max_launches}
+    rc = 0
+    if cmd:
+        lib = find_lib(a.lib)
+        if shutil.which(cmd[0]) is None and not os.path.isfile(cmd[0]):
+            raise SystemExit(f"archbench_topdown: no such program: {cmd[0]}")
+        raw = a.raw or os.path.join(tempfile.mkdtemp(prefix="archbench-topdown-"), "raw.jsonl")
+        context["command"] = " ".join(cmd)
+        if not a.no_native:
+            native_rc, native_s = timed(cmd, dict(os.environ))
+            context["native_s"] = native_s
+            if native_rc != 0:
+                print(f"archbench_topdown: the program exited with {native_rc} natively", file=sys.stderr)
+        env = cupti_env(dict(os.environ))
+        env.update({"CUDA_INJECTION64_PATH": lib, "ARCHBENCH_TOPDOWN_OUT": raw,
+                    "ARCHBENCH_TOPDOWN_KERNEL": a.kernel or "", "ARCHBENCH_TOPDOWN_MAX": str(a.max_launches)})
+        rc, profiled_s = timed(cmd, env)
+        context["profiled_s"] = profiled_s
+        if "native_s" in context and context["native_s"] > 0:
+            context["overhead"] = profiled_s / context["native_s"]
+        context["raw"] = raw
+        if rc != 0:
+            print(f"archbench_topdown: the program exited with {rc} under profiling", file=sys.stderr)
+    try:
+        recs = load(a.report or context["raw"])
+    except BadFile as e:
+        print(f"archbench_topdown: {e}", file=sys.stderr)
+        return 2
+    for p in recs["process"][:1]:
+        context["date"] = p.get("date", "")
+    for p in recs["profiler"][:1]:
+        context.update({"chip": p["chip"], "passes": p["passes"], "metrics": p["metrics"],
+                        "device": p.get("device_name", ""), "pci_bus_id": p.get("pci_bus_id", "")})
+        if cmd and p.get("pci_bus_id"):
+            context["driver_version"] = driver_version(p["pci_bus_id"])
+    for e in recs["error"]:
+        print(f"archbench_topdown: not profiled: {e.get('reason')}", file=sys.stderr)
+    for e in recs["end"][:1]:
+        context.update({"launches_profiled": e["profiled"], "launches_unprofiled": e["unprofiled"]})
+    cols, kernels, total, invocations, failed = analyse(recs, a.level)
+
+    print(f"TopDown level {a.level}, fractions of IPC_MAX (4 warp-instructions per SM per cycle), "
+          f"weighted by GPU time" + (f"; chip {context['chip']}, {context['passes']} passes" if "chip" in context else ""))
+    print(table(kernels + [total], cols))
+    if a.by_invocation:
+        print("\nBy launch:")
+        rows = [dict(r, launches=r["invocation"], time_share=r["gpu_time_s"] / total["gpu_time_s"]
+                     if total["gpu_time_s"] else 0.0) for r in invocations]
+        print(table(rows, cols).replace("launches", "  launch", 1))
+    for k in failed:
+        print(f"archbench_topdown: {k['name']} launch {k['invocation']}: no TopDown ({k.get('error', '?')})",
+              file=sys.stderr)
+    if "overhead" in context:
+        print(f"\nwall time: native {context['native_s']:.3f} s, profiled {context['profiled_s']:.3f} s, "
+              f"overhead {context['overhead']:.1f}x")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"context": context, "kernels": kernels, "total": total, "invocations": invocations},
+                      f, indent=1)
+    if a.csv:
+        with open(a.csv, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["kernel", "launch", "launches", "gpu_time_s", "time_share"] + cols)
+            for r in kernels + [total]:
+                w.writerow([r["kernel"], "", r["launches"], r["gpu_time_s"], r["time_share"]] + [r.get(c) for c in cols])
+            if a.by_invocation:
+                for r in invocations:
+                    w.writerow([r["kernel"], r["invocation"], 1, r["gpu_time_s"], ""] + [r.get(c) for c in cols])
+    return rc
+
