@@ -20,6 +20,7 @@ import sys
 from datetime import datetime
 from xml.sax.saxutils import escape
 
+from . import charts
 from . import results as ar
 from .compare import md
 
@@ -161,10 +162,8 @@ def svg_chart(groups, device):
     pw, ph, per_row = 320, 200, 3
     ncols = min(per_row, max(1, len(cols)))
     width, height = ncols * pw + 20, 50 + max(1, math.ceil(len(cols) / per_row)) * (ph + 70)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'font-family="sans-serif" font-size="11">',
-           f'<rect width="{width}" height="{height}" fill="white"/>',
-           f'<text x="10" y="24" font-size="15">archbench history: {escape(device)}</text>']
+    out = charts.svg_open(width, height) + [
+        f'<text x="10" y="24" font-size="15">archbench history: {escape(device)}</text>']
     n = len(groups)
     for idx, (key, label, higher) in enumerate(cols):
         x0, y0 = 10 + (idx % per_row) * pw + 55, 50 + (idx // per_row) * (ph + 70) + 20

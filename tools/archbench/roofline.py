@@ -53,6 +53,9 @@ import statistics
 import sys
 from xml.sax.saxutils import escape
 
+from . import charts
+from .charts import si
+
 from . import results as ar
 from .results import median_of
 
@@ -78,16 +81,6 @@ TEXTBOOK = (
 )
 PEAK_NAMES = ("fp32", "fp64", "fp16", "dram", "shared")
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
-
-
-def si(value, unit=""):
-    """A value with an SI prefix and unit."""
-    if value is None:
-        return "-"
-    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(value) >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}".rstrip()
 
 
 def size(nbytes):
@@ -429,43 +422,6 @@ def roof_check(points, compute, bw, cache_level, notes):
 
 # ---------------------------------------------------------------- charts
 
-class LogLog:
-    """Log-log axes in an SVG: data -> pixel."""
-
-    def __init__(self, xlim, ylim, x0=80, y0=50, w=760, h=500):
-        self.xl, self.yl = [math.log10(v) for v in xlim], [math.log10(v) for v in ylim]
-        self.x0, self.y0, self.w, self.h = x0, y0, w, h
-
-    def x(self, v):
-        return self.x0 + (math.log10(v) - self.xl[0]) / (self.xl[1] - self.xl[0]) * self.w
-
-    def y(self, v):
-        return self.y0 + self.h - (math.log10(v) - self.yl[0]) / (self.yl[1] - self.yl[0]) * self.h
-
-    def slope_deg(self):
-        """The on-screen angle of a line of slope 1 (bandwidth diagonals)."""
-        dx = self.w / (self.xl[1] - self.xl[0])
-        dy = self.h / (self.yl[1] - self.yl[0])
-        return -math.degrees(math.atan2(dy, dx))
-
-    def frame(self, xlabel, ylabel, title):
-        out = [f'<rect x="{self.x0}" y="{self.y0}" width="{self.w}" height="{self.h}" fill="none" stroke="#999"/>',
-               f'<text x="{self.x0}" y="28" font-size="15">{escape(title)}</text>',
-               f'<text x="{self.x0 + self.w / 2}" y="{self.y0 + self.h + 40}" text-anchor="middle">'
-               f'{escape(xlabel)}</text>',
-               f'<text x="20" y="{self.y0 + self.h / 2}" text-anchor="middle" '
-               f'transform="rotate(-90 20 {self.y0 + self.h / 2})">{escape(ylabel)}</text>']
-        for e in range(math.ceil(self.xl[0]), math.floor(self.xl[1]) + 1):
-            px = self.x(10 ** e)
-            out.append(f'<line x1="{px:.1f}" y1="{self.y0}" x2="{px:.1f}" y2="{self.y0 + self.h}" stroke="#eee"/>')
-            out.append(f'<text x="{px:.1f}" y="{self.y0 + self.h + 16}" text-anchor="middle">{10.0 ** e:g}</text>')
-        for e in range(math.ceil(self.yl[0]), math.floor(self.yl[1]) + 1):
-            py = self.y(10 ** e)
-            out.append(f'<line x1="{self.x0}" y1="{py:.1f}" x2="{self.x0 + self.w}" y2="{py:.1f}" stroke="#eee"/>')
-            out.append(f'<text x="{self.x0 - 6}" y="{py + 4:.1f}" text-anchor="end">{escape(si(10.0 ** e))}</text>')
-        return out
-
-
 def chart_lines(model, bw, precision):
     """The lines of the roofline chart: (kind, label, value, style) with kind 'bw' or 'peak'."""
     lines = []
@@ -519,10 +475,9 @@ def roofline_svg(model, bw, points, precision, title):
     lines, xlim, ylim = chart_frame(model, bw, points, precision)
     bws = [v for k, _, v, s in lines if k == "bw"]
     top = max((v for k, _, v, s in lines if k == "peak"), default=None)
-    ax = LogLog(xlim, ylim)
+    ax = charts.LogLog(xlim, ylim)
     width, height = ax.x0 + ax.w + 40, ax.y0 + ax.h + 60
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'font-family="sans-serif" font-size="11">', f'<rect width="{width}" height="{height}" fill="white"/>']
+    out = charts.svg_open(width, height)
     out += ax.frame("arithmetic intensity (FLOP/byte)", "FLOP/s", title)
     dash = {"solid": "", "dashed": ' stroke-dasharray="8,5"', "dotted": ' stroke-dasharray="2,4"'}
     xmin, xmax = 10 ** ax.xl[0], 10 ** ax.xl[1]
@@ -577,10 +532,9 @@ def energy_svg(points, compute_energy, title):
     pts = [p for p in points if p["flop_per_joule"]]
     xs = [p["ai"] for p in pts]
     ys = [p["flop_per_joule"] for p in pts] + [c["value"] for c in compute_energy.values()]
-    ax = LogLog(*limits(xs, ys))
+    ax = charts.LogLog(*limits(xs, ys))
     width, height = ax.x0 + ax.w + 40, ax.y0 + ax.h + 60
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'font-family="sans-serif" font-size="11">', f'<rect width="{width}" height="{height}" fill="white"/>']
+    out = charts.svg_open(width, height)
     out += ax.frame("arithmetic intensity (FLOP/byte)", "FLOP/J", title)
     for i, (kind, c) in enumerate(sorted(compute_energy.items())):
         py = ax.y(c["value"])
@@ -609,18 +563,23 @@ def compute_energy(benches):
     return out
 
 
+def write_chart(path, model, bw, points, precision, title):
+    """The roofline chart at path (PNG or SVG by its name) with matplotlib where importable, else an
+    SVG with the plain writer (charts.write); returns None, or why it was not written."""
+    return charts.write(path, lambda axis: draw(axis, model, bw, points, precision, title),
+                        lambda: roofline_svg(model, bw, points, precision, title))
+
+
 def write_png(path, model, bw, points, precision, title):
     """The roofline chart as PNG with matplotlib; returns None, or why it was not written."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        return f"matplotlib is not importable by {sys.executable} ({e}); install python3-matplotlib"
+    return charts.write(path, lambda axis: draw(axis, model, bw, points, precision, title))
+
+
+def draw(axis, model, bw, points, precision, title):
+    """The roofline chart on a matplotlib axis."""
     lines, xlim, ylim = chart_frame(model, bw, points, precision)
     bws = [v for k, _, v, s in lines if k == "bw"]
     top = max((v for k, _, v, s in lines if k == "peak"), default=None)
-    fig, axis = plt.subplots(figsize=(10, 7))
     axis.set_xscale("log")
     axis.set_yscale("log")
     styles = {"solid": "-", "dashed": "--", "dotted": ":"}
@@ -647,13 +606,6 @@ def write_png(path, model, bw, points, precision, title):
     axis.set_title(title)
     axis.grid(True, which="major", alpha=0.3)
     axis.legend(fontsize=7, loc="lower right")
-    try:
-        fig.savefig(path, dpi=120)
-    except OSError as e:
-        return f"cannot write {path}: {e.strerror or e}"
-    finally:
-        plt.close(fig)
-    return None
 
 
 # ---------------------------------------------------------------- console
@@ -787,8 +739,9 @@ def main(argv=None):
         if args.precision not in compute:
             notes.append(f"no {args.precision} compute peak: the chart has no measured compute ceiling")
         title = args.title or f"roofline of {device} ({args.precision})"
-        svg = roofline_svg(model, bw, points, args.precision, title)
-        ar.write_file(args.svg, svg)
+        why = write_chart(args.svg, model, bw, points, args.precision, title)
+        if why:
+            raise ar.InputError(why)
         notes.append(f"wrote {args.svg}")
         png = args.png or os.path.splitext(args.svg)[0] + ".png"
         why = write_png(png, model, bw, points, args.precision, title)
