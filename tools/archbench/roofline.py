@@ -35,7 +35,8 @@ knee (points within 4x of the ridge's AI) reported but not judged; also per sour
 Options:
   --precision    the compute ceilings drawn (default float)
   --tolerance    plateau tolerance, relative (default 0.15)
-  --svg FILE     roofline chart (default roofline.svg); always written, standard library only
+  --svg FILE     roofline chart (default roofline.svg); always written: with matplotlib where
+                 importable, else the plain SVG (charts.py; ARCHBENCH_CHARTS=svg forces it)
   --png FILE     the same chart as PNG with matplotlib when importable (default: the SVG's name
                  with .png); says so when it cannot be written
   --energy-svg   energy roofline (flop_per_joule against AI) when energy counters exist
