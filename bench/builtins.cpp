@@ -30,8 +30,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "fixtures/data.hpp"
-#include "fixtures/workload.hpp"
+#include "fixtures/core/data.hpp"
+#include "fixtures/core/workload.hpp"
 
 namespace archbench {
 namespace {

@@ -19,8 +19,8 @@
 #include <cstring>
 #include <string>
 
-#include "fixtures/data.hpp"
-#include "fixtures/workload.hpp"
+#include "fixtures/core/data.hpp"
+#include "fixtures/core/workload.hpp"
 
 namespace archbench {
 namespace {
@@ -88,7 +88,7 @@ std::string compare(const std::vector<Bytes>& in, const std::vector<Bytes>& out,
   return std::string();
 }
 
-// A transfer of `bytes` (Direction in fixtures/device.hpp says which part goes where). The
+// A transfer of `bytes` (Direction in fixtures/core/device.hpp says which part goes where). The
 // transferred bytes are counted once, named as OpenCL names the command: towards the device
 // they are bytes_written, towards the host bytes_read, so byte_per_s is exactly the bytes
 // moved over the time (both directions together for `both`; for `on_device`, the half read

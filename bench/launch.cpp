@@ -11,8 +11,8 @@
 // Nothing is counted: the time per launch (Google Benchmark's time column, us) is the result.
 #include <cstdint>
 
-#include "fixtures/data.hpp"
-#include "fixtures/workload.hpp"
+#include "fixtures/core/data.hpp"
+#include "fixtures/core/workload.hpp"
 
 namespace archbench {
 namespace {

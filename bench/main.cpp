@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "fixtures/energy.hpp"
-#include "fixtures/measure.hpp"
-#include "fixtures/node.hpp"
-#include "fixtures/selection.hpp"
-#include "fixtures/workload.hpp"
+#include "fixtures/meters/meters.hpp"
+#include "fixtures/core/measure.hpp"
+#include "fixtures/launcher/node.hpp"
+#include "fixtures/launcher/selection.hpp"
+#include "fixtures/core/workload.hpp"
 
 namespace ab = archbench;
 
@@ -177,68 +177,6 @@ void add_context(const ab::DeviceInfo& d, const std::string& sweep) {
   for (const auto& [k, v] : facts) benchmark::AddCustomContext(k, v);
 }
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
-
-// With --energy: the meter for the device, calibrated, with idle power measured once, all
-// said in the context. Returns the meter when it can be used, else nullptr (said once).
-std::unique_ptr<ab::EnergyMeter> open_energy(const ab::DeviceInfo& d, bool wanted) {
-  if (!wanted) {
-    benchmark::AddCustomContext("energy_meter", "none: --energy not given");
-    return nullptr;
-  }
-  std::unique_ptr<ab::EnergyMeter> m = ab::make_energy_meter(d);
-  ab::IdlePower idle;
-  try {
-    if (m->available()) m->calibrate();
-    if (m->available()) idle = ab::idle_power(*m);  // before any benchmark: nothing runs
-  } catch (const std::exception& e) {
-    m = ab::no_meter(std::string("the sensor failed: ") + e.what());
-  }
-  if (!m->available()) {
-    std::cerr << "archbench: --energy: no energy meter for " << ab::short_name(d) << ": " << m->why()
-              << "; benchmarks run without energy counters\n";
-    benchmark::AddCustomContext("energy_meter", "none: " + m->why());
-    return nullptr;
-  }
-  std::cerr << "archbench: --energy: " << m->method() << ", updates every " << num(m->period() * 1e3)
-            << " ms; windows of " << num(ab::energy_window_seconds(m->period())) << " s\n";
-  benchmark::AddCustomContext("energy_meter", m->method());
-  benchmark::AddCustomContext("energy_detail", m->detail());
-  benchmark::AddCustomContext("energy_period_s", num(m->period()));
-  benchmark::AddCustomContext("energy_quantum_j", num(m->quantum()));
-  benchmark::AddCustomContext("energy_window_s", num(ab::energy_window_seconds(m->period())));
-  benchmark::AddCustomContext("energy_windows", std::to_string(ab::kEnergyWindows));
-  benchmark::AddCustomContext("idle_watt", num(idle.watt));
-  benchmark::AddCustomContext("idle_watt_err", num(idle.watt_err));
-  std::cerr << "archbench: --energy: idle " << num(idle.watt) << " +- " << num(idle.watt_err) << " W\n";
-  return m;
-}
-
-// With --topdown=LEVEL (> 0): the device's profiler, said in the context; nullptr (said once)
-// where the device's counters cannot be read.
-std::unique_ptr<ab::Profiler> open_profiler(ab::Device& dev, int level) {
-  benchmark::AddCustomContext("topdown_level", std::to_string(level));
-  if (level <= 0) {
-    benchmark::AddCustomContext("topdown", "none: --topdown=0");
-    return nullptr;
-  }
-  std::string why;
-  std::unique_ptr<ab::Profiler> p = dev.profiler(why);
-  if (!p) {
-    if (dev.info().backend == "cuda")  // expected elsewhere; worth a line where it was possible
-      std::cerr << "archbench: no TopDown counters: " << why << "\n";
-    benchmark::AddCustomContext("topdown", "none: " + why);
-    return nullptr;
-  }
-  benchmark::AddCustomContext("topdown", p->describe());
-  benchmark::AddCustomContext("topdown_ipc_max", "4");
-  return p;
-}
-
 // Where the JSON goes when no --benchmark_out is given (see the usage text).
 std::filesystem::path default_out(const ab::DeviceInfo& info, bool record, const std::string& suite,
                                   const std::string& sweep, const std::string& tag) {
@@ -377,8 +315,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<ab::Device> device;
   std::deque<ab::Workload> workloads;  // stable addresses for the registered lambdas
   std::unique_ptr<ab::Measure> measure;
-  std::unique_ptr<ab::EnergyMeter> meter;  // outlives the benchmarks that read it
-  std::unique_ptr<ab::Profiler> profiler;
+  std::vector<std::unique_ptr<ab::Meter>> meters;  // outlive the benchmarks that read them
   if (!devices.empty()) {
     std::string error;
     const int chosen = ab::select_device(devices, selector, error);
@@ -405,11 +342,14 @@ int main(int argc, char** argv) {
             ->Unit(benchmark::kMicrosecond);
       }
     add_context(info, sweep);
-    if (!help) {
-      meter = open_energy(info, energy && !listing_tests);
-      measure->set_energy_meter(meter.get());
-      if (!listing_tests) profiler = open_profiler(*device, topdown[0] - '0');
-      measure->set_profiler(profiler.get(), topdown[0] - '0');
+    if (!help && !listing_tests) {
+      meters.push_back(ab::make_energy_pass(info, energy));
+      meters.push_back(ab::make_topdown_meter(*device, topdown[0] - '0'));
+      meters.push_back(ab::make_clock_meter(info));
+      for (const auto& m : meters) {
+        measure->add_meter(m.get());
+        for (const auto& [k, v] : m->context()) benchmark::AddCustomContext(k, v);
+      }
     }
     if (!has_out && !listing_tests && !help) {
       const auto out = default_out(info, record, suite, sweep, "");

@@ -18,8 +18,8 @@
 #include <cstring>
 #include <string>
 
-#include "fixtures/data.hpp"
-#include "fixtures/workload.hpp"
+#include "fixtures/core/data.hpp"
+#include "fixtures/core/workload.hpp"
 
 namespace archbench {
 namespace {

@@ -13,8 +13,8 @@
 // about six times per quick run (check, warm-up, sizing, three repetitions): a few seconds.
 #include <cstdint>
 
-#include "fixtures/data.hpp"
-#include "fixtures/workload.hpp"
+#include "fixtures/core/data.hpp"
+#include "fixtures/core/workload.hpp"
 
 namespace archbench {
 namespace {

@@ -8,8 +8,9 @@
 #include <cstring>
 #include <iostream>
 
-#include "fixtures/measure.hpp"
-#include "fixtures/selection.hpp"
+#include "fixtures/core/measure.hpp"
+#include "fixtures/meters/energy.hpp"
+#include "fixtures/launcher/selection.hpp"
 
 namespace ab = archbench;
 

@@ -2,7 +2,7 @@
 #include <benchmark/benchmark.h>
 #include <gtest/gtest.h>
 
-#include "fixtures/cost.hpp"
+#include "fixtures/core/cost.hpp"
 
 using archbench::Cost;
 using archbench::counters;

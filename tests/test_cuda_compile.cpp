@@ -10,8 +10,8 @@
 #include <sstream>
 #include <thread>
 
-#include "fixtures/cuda.hpp"
-#include "fixtures/workload.hpp"
+#include "fixtures/backends/cuda/cuda.hpp"
+#include "fixtures/core/workload.hpp"
 
 namespace ab = archbench;
 

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "fixtures/data.hpp"
+#include "fixtures/core/data.hpp"
 
 using namespace archbench;
 

@@ -10,7 +10,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "fixtures/energy.hpp"
+#include "fixtures/meters/energy.hpp"
 
 using namespace archbench;
 using benchmark::Counter;

@@ -1,7 +1,7 @@
 // Device selection: defaults, exact selectors, names, types, indices, and errors.
 #include <gtest/gtest.h>
 
-#include "fixtures/selection.hpp"
+#include "fixtures/launcher/selection.hpp"
 
 using archbench::DeviceInfo;
 using archbench::select_device;

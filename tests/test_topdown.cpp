@@ -4,7 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "fixtures/topdown.hpp"
+#include "fixtures/meters/topdown.hpp"
 
 namespace ab = archbench;
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The CUDA tracer end to end: runs the planted CUDA program (tests/trace/cuda_planted.cu) under
-libarchbench_trace_cuda.so, checks the raw records (tools/trace/FORMAT.md) against what the
+libarchbench_trace_cuda.so, checks the raw records (tools/analysis/trace/FORMAT.md) against what the
 program is known to do, then runs `archbench_trace.py report` on them and checks that its
 summary names every planted inefficiency and the 200 ms gap.
 

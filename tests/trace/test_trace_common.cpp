@@ -1,5 +1,5 @@
-// The tracers' shared code (tools/trace/common): what the records depend on.
-#include "tools/trace/common.hpp"
+// The tracers' shared code (tools/analysis/trace/common): what the records depend on.
+#include "tools/analysis/trace/common.hpp"
 
 #include <gtest/gtest.h>
 #include <time.h>
