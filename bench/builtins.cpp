@@ -381,7 +381,7 @@ Shape shape(const Plan& plan, const Builtin& f, int width) {
 }
 
 template <class T, class R>
-Workload make(const Plan& plan, const Builtin& f, int width, const char* tname, const std::string& label) {
+Workload make(const Plan& plan, const Builtin& f, int width, const char* tname, const Identity& label) {
   const Shape s = shape(plan, f, width);
   const bool exact = std::is_same_v<T, R>;
   const std::string vt = width == 1 ? std::string(tname) : std::string(tname) + std::to_string(width);
@@ -389,7 +389,7 @@ Workload make(const Plan& plan, const Builtin& f, int width, const char* tname, 
   const int acc = acc_kind(f.form_a);
 
   Workload w;
-  w.name = label;
+  w.identify(label);
   w.kernel = {"builtins", "builtins",
               {{"T", tname}, {"VT", vt}, {"IT", it}, {"CVT", "convert_" + vt}, {"W", std::to_string(width)},
                {"CHAINS", std::to_string(s.chains)}, {"ITERS", std::to_string(s.iters)}, {"FN", f.name},
@@ -397,7 +397,7 @@ Workload make(const Plan& plan, const Builtin& f, int width, const char* tname, 
                {"ACC", std::to_string(acc)}, {"IS_DOUBLE", std::is_same_v<T, double> ? "1" : "0"}}};
   w.range = Range::linear(s.items, s.local);
   const std::size_t lanes = s.items * width;  // elements per chain
-  const std::uint64_t seed = std::hash<std::string>{}(label);
+  const std::uint64_t seed = std::hash<std::string>{}(label.name);
   const double lo = f.lo, hi = f.hi;
   w.buffers = {{lanes * s.chains * sizeof(T), [seed, lo, hi](Bytes& b) { fill_uniform<T>(b, seed, lo, hi); }},
                {lanes * sizeof(T), nullptr}};
@@ -459,7 +459,7 @@ Workload make(const Plan& plan, const Builtin& f, int width, const char* tname, 
 }
 
 template <class T>
-Workload make_for(const Plan& plan, const Builtin& f, int width, const char* tname, const std::string& label) {
+Workload make_for(const Plan& plan, const Builtin& f, int width, const char* tname, const Identity& label) {
   const double ulp = std::is_same_v<T, float> ? f.ulp_float : f.ulp_double;
   if (ulp == kExact) return make<T, T>(plan, f, width, tname, label);
   return make<T, typename Wider<T>::type>(plan, f, width, tname, label);
@@ -481,7 +481,8 @@ std::vector<Workload> build(const Plan& plan) {
   for (const Builtin& f : kBuiltins)
     for (const Variant& v : variants) {
       const std::string type = v.type;
-      const std::string label = name({"builtins", be, f.name, type + (v.width == 1 ? "" : std::to_string(v.width))});
+      const Identity label = identity({{"family", "builtins"}, {"backend", be}, {"function", f.name}, {"type", vector_type(type, v.width)}},
+                                      {}, vector_axes(type, v.width));
       if (type == "float") out.push_back(make_for<float>(plan, f, v.width, v.type, label));
       else out.push_back(make_for<double>(plan, f, v.width, v.type, label));
     }

@@ -98,7 +98,7 @@ Workload transfer(const Plan& plan, Direction dir, HostMemory mem, std::size_t b
   Workload w;
   const std::string variant = dir == Direction::on_device ? std::string("on_device_ce")  // the copy engine
                                                           : std::string(direction_name(dir)) + "_" + memory_name(mem);
-  w.name = name({"bus", plan.device.backend, variant, "bytes:" + std::to_string(bytes)});
+  w.identify(identity({{"family", "bus"}, {"backend", plan.device.backend}, {"op", variant}}, {{"bytes", std::to_string(bytes)}}));
   w.buffers = {{bytes, [bytes](Bytes& b) { fill_random(b, 0xD0D0 + bytes); }}};  // the device side
   w.transfer = Transfer{{dir, mem}, [bytes](Bytes& b) { fill_random(b, 0x4057 + 3 * bytes); }};  // the host side
   const std::size_t half = bytes / 2;
@@ -128,8 +128,8 @@ Workload transfer(const Plan& plan, Direction dir, HostMemory mem, std::size_t b
 // every double). Timed by the host clock, since the host pass is part of it.
 Workload reuse(const Plan& plan, HostMemory mem, std::size_t bytes, int passes) {
   Workload w;
-  w.name = name({"bus", plan.device.backend, std::string("reuse_") + memory_name(mem),
-                 "bytes:" + std::to_string(bytes), "reuse:" + std::to_string(passes)});
+  w.identify(identity({{"family", "bus"}, {"backend", plan.device.backend}, {"op", std::string("reuse_") + memory_name(mem)}},
+                      {{"bytes", std::to_string(bytes)}, {"reuse", std::to_string(passes)}}));
   w.buffers = {{bytes, nullptr}};
   w.transfer = Transfer{{Direction::to_device, mem, passes}, [bytes](Bytes& b) { fill_uniform<double>(b, bytes, 1.0, 2.0); }};
   w.timing = Timing::round_trip;
@@ -160,7 +160,7 @@ Workload reuse(const Plan& plan, HostMemory mem, std::size_t bytes, int passes) 
 Workload sm_copy(const Plan& plan, std::size_t bytes) {
   const DeviceInfo& d = plan.device;
   Workload w;
-  w.name = name({"bus", d.backend, "on_device_sm", "bytes:" + std::to_string(bytes)});
+  w.identify(identity({{"family", "bus"}, {"backend", d.backend}, {"op", "on_device_sm"}}, {{"bytes", std::to_string(bytes)}}));
   w.kernel = {"bus", "sm_copy", {}};
   const std::size_t half = bytes / 2;
   const std::size_t threads = std::min<std::size_t>(std::max<unsigned>(d.compute_units, 1) * 2048, std::max<std::size_t>(half / 16, 1));

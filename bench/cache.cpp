@@ -100,7 +100,7 @@ Workload read(const Plan& plan, const Geometry& g) {
   const std::size_t span = vecs - g.win_vecs + 1;  // window starts: a window never wraps
   const std::uint32_t sp = std::uint32_t(span), win = std::uint32_t(g.win_vecs), step = std::uint32_t(g.step),
                       reps = g.reps;
-  w.name = name({"cache", plan.device.backend, "read", "bytes:" + std::to_string(g.bytes())});
+  w.identify(identity({{"family", "cache"}, {"backend", plan.device.backend}, {"op", "read"}}, {{"bytes", std::to_string(g.bytes())}}));
   w.kernel = {"cache", "cache_read", {{"WG", std::to_string(g.wg)}}};
   w.range = Range::linear(items, g.wg);
   w.buffers = {{g.bytes(), [](Bytes& b) { Rng r(0xcac4e); for (std::size_t i = 0; i < b.size() / 4; ++i) put<std::uint32_t>(b, i, std::uint32_t(r.next() >> 40)); }},
@@ -133,7 +133,7 @@ Workload rmw(const Plan& plan, const Geometry& g) {
   const bool shared = g.groups > g.slices;
   // A shared slice is updated by racing groups: a = 1 keeps the outcome boundable (see top).
   const std::uint32_t a = shared ? 1u : 0x9e3779b1u, b = shared ? 1u : 0x7f4a7c15u;
-  w.name = name({"cache", plan.device.backend, "rmw", "bytes:" + std::to_string(g.bytes())});
+  w.identify(identity({{"family", "cache"}, {"backend", plan.device.backend}, {"op", "rmw"}}, {{"bytes", std::to_string(g.bytes())}}));
   w.kernel = {"cache", "cache_rmw", {}};
   w.range = Range::linear(g.groups * g.wg, g.wg);
   w.buffers = {{g.bytes(), [](Bytes& b) { Rng r(0x4e3); for (std::size_t i = 0; i < b.size() / 4; ++i) put<std::uint32_t>(b, i, std::uint32_t(r.next() >> 40)); }}};

@@ -123,7 +123,7 @@ int chains_for(const DeviceInfo& d, int width) {
 }
 
 template <class H>
-Workload make(const Plan& plan, Op op, const Type& t, int width, const Shape& s, const std::string& label) {
+Workload make(const Plan& plan, Op op, const Type& t, int width, const Shape& s, const Identity& label) {
   using A = Arith<H>;
   const int chains = chains_for(plan.device, width);
   const int opflops = op == Op::mad ? 2 : 1;
@@ -135,7 +135,7 @@ Workload make(const Plan& plan, Op op, const Type& t, int width, const Shape& s,
   const std::string vt = width == 1 ? std::string(t.cl) : std::string(t.cl) + std::to_string(width);
 
   Workload w;
-  w.name = label;
+  w.identify(label);
   w.kernel = {"compute", "compute",
               {{"T", t.cl}, {"VT", vt}, {"W", std::to_string(width)}, {"CHAINS", std::to_string(chains)},
                {"ITERS", std::to_string(s.iters)}, {std::string("OP_") + (op == Op::add ? "ADD" : op == Op::mul ? "MUL" : "MAD"), "1"},
@@ -143,7 +143,7 @@ Workload make(const Plan& plan, Op op, const Type& t, int width, const Shape& s,
                {"IS_DOUBLE", std::is_same_v<H, double> ? "1" : "0"}}};
   w.range = Range::linear(s.items, s.local);
   const std::size_t lanes = s.items * width;  // elements per chain
-  const std::uint64_t seed = std::hash<std::string>{}(label);
+  const std::uint64_t seed = std::hash<std::string>{}(label.name);
   w.buffers = {{lanes * chains * sizeof(H),
                 [seed](Bytes& b) {
                   if constexpr (std::is_integral_v<H>) {
@@ -230,7 +230,8 @@ std::vector<Workload> build(const Plan& plan) {
       for (int width : {1, 2, 4, 8, 16}) {
         if (std::string(t.name) == "bfloat" && !plan.device.bf16) continue;
         const Shape s = filling(plan, width, chains_for(plan.device, width));
-        const std::string label = name({"compute", be, op_name(op), t.name + (width == 1 ? "" : std::to_string(width))});
+        const Identity label = identity({{"family", "compute"}, {"backend", be}, {"op", op_name(op)}, {"type", vector_type(t.name, width)}},
+                                        {}, vector_axes(t.name, width));
         const std::string tn = t.name;
         if (tn == "int") out.push_back(make<std::uint32_t>(plan, op, t, width, s, label));
         else if (tn == "float") out.push_back(make<float>(plan, op, t, width, s, label));
@@ -247,8 +248,8 @@ std::vector<Workload> build(const Plan& plan) {
     for (std::size_t g = 1; g <= 2 * filled_groups; g *= step) {
       Shape s = filling(plan, width, chains_for(plan.device, width));
       s.items = g * s.local;
-      const std::string label = name({"compute", be, "mad", "float" + (width == 1 ? std::string() : std::to_string(width)),
-                                      "groups:" + std::to_string(g)});
+      const Identity label = identity({{"family", "compute"}, {"backend", be}, {"op", "mad"}, {"type", vector_type("float", width)}},
+                                      {{"groups", std::to_string(g)}}, vector_axes("float", width));
       out.push_back(make<float>(plan, Op::mad, types[1], width, s, label));
       if (plan.size == Size::test) break;
     }

@@ -33,7 +33,7 @@ Workload chase(const Plan& plan, std::uint32_t stride) {
   const std::size_t items = test ? 512 : cus * (d.is_gpu ? 2048 : 1024);
   const std::uint32_t hops = test ? 61 : 1024;
   Workload w;
-  w.name = name({"constant", d.backend, "chase", "stride:" + std::to_string(stride)});
+  w.identify(identity({{"family", "constant"}, {"backend", d.backend}, {"op", "chase"}}, {{"stride", std::to_string(stride)}}));
   w.kernel = {"constant", "chase", {}};
   w.range = Range::linear(items, local_for(d, items));
   w.buffers = {{words * 4ull,

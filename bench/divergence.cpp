@@ -40,7 +40,7 @@ Workload paths(const Plan& plan, int P, const std::string& baseline) {
   const Shape s = shape(plan);
   const double per_item = 2.0 * kChains * s.iters + (kChains - 1);  // fmas, then the sum
   Workload w;
-  w.name = name({"divergence", plan.device.backend, "paths", "paths:" + std::to_string(P)});
+  w.identify(identity({{"family", "divergence"}, {"backend", plan.device.backend}, {"op", "paths"}}, {{"paths", std::to_string(P)}}));
   w.kernel = {"divergence", "paths", {{"PATHS", std::to_string(P)}}};
   w.range = Range::linear(s.items, s.local);
   w.buffers = {{s.items * kChains * 4, [](Bytes& b) { fill_uniform<float>(b, 8, 1.0, 2.0); }},
@@ -57,7 +57,7 @@ Workload paths(const Plan& plan, int P, const std::string& baseline) {
                {s.items * 4, nullptr}};
   w.args = {Arg::buf(0), Arg::buf(1), Arg::buf(2), Arg::scalar<std::uint32_t>(s.iters)};
   w.cost.flops = per_item * s.items;
-  w.relative = Relative{baseline, "slowdown", false};
+  w.relative = Relative{baseline, "slowdown"};
   w.check = [=](const std::vector<Bytes>& in, const std::vector<Bytes>& out, std::size_t every, Cost& tally) {
     // With a sample (every > 1), step the item by k % P as well, so that a stride that is
     // a multiple of P still visits every path.
@@ -89,7 +89,8 @@ std::vector<Workload> build(const Plan& plan) {
   std::vector<int> ps = {1, 2, 4, 8, 16, 32};
   if (plan.size == Size::full) ps.push_back(64);
   // paths:1 is its own baseline (slowdown 1), so that every row has the counter.
-  const std::string base = name({"divergence", plan.device.backend, "paths", "paths:1"});
+  const std::string base =
+      identity({{"family", "divergence"}, {"backend", plan.device.backend}, {"op", "paths"}}, {{"paths", "1"}}).name;
   for (int P : ps) out.push_back(paths(plan, P, base));
   return out;
 }

@@ -91,7 +91,8 @@ Workload flops(const Plan& plan, bool cache, const char* tname, std::uint32_t n_
   const T a = steps == 0 ? T(-1) : T(0.75), b = T(0.25);
   const bool dbl = std::is_same_v<T, double>;
   Workload w;
-  w.name = name({"flops", plan.device.backend, cache ? "cache" : "dram", tname, "flops:" + std::to_string(n_flops)});
+  w.identify(identity({{"family", "flops"}, {"backend", plan.device.backend}, {"source", cache ? "cache" : "dram"}, {"type", tname}},
+                      {{"flops", std::to_string(n_flops)}}));
   w.kernel = {"flops", cache ? "flops_cache" : "flops",
               {{"T", tname}, {"IS_DOUBLE", dbl ? "1" : "0"}, {"CHAINS", std::to_string(kChains)}}};
   w.range = Range::linear(g.wg * g.groups, g.wg);

@@ -50,7 +50,7 @@ void pixel_value(int px, int py, float v[4]) {
 
 std::string at(std::size_t x, std::size_t y) { return "pixel (" + std::to_string(x) + ", " + std::to_string(y) + ")"; }
 
-Workload image(const Plan& plan, bool write, std::size_t width, std::size_t height, const std::string& axis) {
+Workload image(const Plan& plan, bool write, std::size_t width, std::size_t height, const Axis& axis) {
   const DeviceInfo& d = plan.device;
   const int k = reps(plan);
   const std::size_t pixels = width * height;
@@ -59,7 +59,7 @@ Workload image(const Plan& plan, bool write, std::size_t width, std::size_t heig
   const int sx = static_cast<int>(std::max<std::size_t>(1, width / k));
   const int sy = static_cast<int>(std::max<std::size_t>(1, height / k));
   Workload w;
-  w.name = name({"image", d.backend, write ? "write" : "read", axis});
+  w.identify(identity({{"family", "image"}, {"backend", d.backend}, {"op", write ? "write" : "read"}}, {axis}));
   w.kernel = {"image", write ? "image_write" : "image_read", {{"REPS", std::to_string(k)}}};
   // 2-D work-groups of up to 16x16 pixels (square tiles: the locality textures are laid out for).
   w.range.dims = 2;
@@ -157,8 +157,8 @@ std::vector<Workload> build(const Plan& plan) {
     for (std::size_t s = 32; s <= (full ? 2048u : 512u); s *= 2) sides.push_back(s);
   for (bool write : {false, true}) {
     for (auto [wd, ht] : shapes)
-      out.push_back(image(plan, write, wd, ht, "shape:" + std::to_string(wd) + "x" + std::to_string(ht)));
-    for (std::size_t s : sides) out.push_back(image(plan, write, s, s, "square:" + std::to_string(s * s * kPixelBytes)));
+      out.push_back(image(plan, write, wd, ht, Axis{"shape", std::to_string(wd) + "x" + std::to_string(ht)}));
+    for (std::size_t s : sides) out.push_back(image(plan, write, s, s, Axis{"square", std::to_string(s * s * kPixelBytes)}));
   }
   return out;
 }

@@ -21,7 +21,7 @@ Workload chase(const Plan& plan, std::size_t bytes) {
   const std::uint32_t hops = plan.size == Size::test ? std::uint32_t(2 * lines + 3)
                                                      : std::uint32_t(std::max<std::size_t>(lines, 1u << 16));
   Workload w;
-  w.name = name({"latency", d.backend, "chase", "bytes:" + std::to_string(bytes)});
+  w.identify(identity({{"family", "latency"}, {"backend", d.backend}, {"op", "chase"}}, {{"bytes", std::to_string(bytes)}}));
   w.kernel = {"latency", "chase", {}};
   w.range = Range::linear(1, 1);
   w.buffers = {{bytes, [=](Bytes& b) { fill_chain(b, lines, stride, bytes); }}, {4, nullptr}};

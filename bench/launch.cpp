@@ -24,7 +24,7 @@ Workload empty(const Plan& plan, Timing timing, std::size_t items) {
   const std::size_t local = std::min<std::size_t>({256, d.max_work_group, items});
   Workload w;
   const char* how = timing == Timing::device ? "dispatch" : timing == Timing::graph ? "graph" : "round_trip";
-  w.name = name({"launch", d.backend, "empty", how, "items:" + std::to_string(items)});
+  w.identify(identity({{"family", "launch"}, {"backend", d.backend}, {"op", "empty"}, {"timing", how}}, {{"items", std::to_string(items)}}));
   w.kernel = {"launch", "empty", {}};
   w.range = Range::linear(items / local * local, local);
   w.timing = timing;

@@ -73,7 +73,7 @@ Workload read(const Plan& plan, std::uint32_t stride) {
   const std::size_t items = g.items(), wg = g.wg;
   const std::uint32_t words = g.words, mask = words - 1, K = g.accesses();
   Workload w;
-  w.name = name({"local", d.backend, "read", "stride:" + std::to_string(stride)});
+  w.identify(identity({{"family", "local"}, {"backend", d.backend}, {"op", "read"}}, {{"stride", std::to_string(stride)}}));
   w.kernel = {"local", "local_read", {{"WORDS", std::to_string(words)}, {"LOOPS", std::to_string(g.loops)}}};
   w.range = Range::linear(items, wg);
   // WORDS distinct floats in [1, 2): the top mantissa bits are the word index, the low ones
@@ -116,7 +116,7 @@ Workload write(const Plan& plan, std::uint32_t stride) {
   const std::uint32_t words = g.words, mask = words - 1, K = g.accesses();
   const std::uint32_t period = words / kStep;  // a work-item revisits a word every `period` accesses
   Workload w;
-  w.name = name({"local", d.backend, "write", "stride:" + std::to_string(stride)});
+  w.identify(identity({{"family", "local"}, {"backend", d.backend}, {"op", "write"}}, {{"stride", std::to_string(stride)}}));
   w.kernel = {"local", "local_write", {{"WORDS", std::to_string(words)}, {"LOOPS", std::to_string(g.loops)}}};
   w.range = Range::linear(items, wg);
   w.buffers = {{g.groups * words * 4ull, nullptr}};

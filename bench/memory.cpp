@@ -41,7 +41,7 @@ Workload stream(const Plan& plan, const std::string& kernel, const char* tname) 
   const T scalar = static_cast<T>(0.4);
   const bool dbl = std::is_same_v<T, double>;
   Workload w;
-  w.name = name({"memory", plan.device.backend, kernel, tname});
+  w.identify(identity({{"family", "memory"}, {"backend", plan.device.backend}, {"op", kernel}, {"type", tname}}));
   w.kernel = {"memory", "stream_" + kernel, {{"T", tname}, {"IS_DOUBLE", dbl ? "1" : "0"}}};
   auto arr = [n](std::uint64_t seed) {
     return BufferSpec{n * sizeof(T), [seed](Bytes& b) { fill_uniform<T>(b, seed, 1.0, 2.0); }};
@@ -132,9 +132,9 @@ Workload stream(const Plan& plan, const std::string& kernel, const char* tname) 
 
 Workload load_store(const Plan& plan, int width) {
   const std::size_t bytes = array_bytes(plan), items = bytes / (4 * width);
-  const std::string vt = width == 1 ? "float" : "float" + std::to_string(width);
+  const std::string vt = vector_type("float", width);
   Workload w;
-  w.name = name({"memory", plan.device.backend, "load_store", vt});
+  w.identify(identity({{"family", "memory"}, {"backend", plan.device.backend}, {"op", "load_store"}, {"type", vt}}, {}, vector_axes("float", width)));
   // W: the CUDA kernel has no floatN types; it reads vec<float, W> (OpenCL ignores it).
   w.kernel = {"memory", "load_store", {{"VT", vt}, {"W", std::to_string(width)}}};
   w.range = Range::linear(items, local_for(plan.device, items));
@@ -164,7 +164,7 @@ Workload stride(const Plan& plan, bool write, unsigned stride_words) {
   const int loops = test ? 2 : 8;
   const double accesses = 16.0 * loops;
   Workload w;
-  w.name = name({"memory", d.backend, write ? "stride_write" : "stride_read", "stride:" + std::to_string(stride_words)});
+  w.identify(identity({{"family", "memory"}, {"backend", d.backend}, {"op", write ? "stride_write" : "stride_read"}}, {{"stride", std::to_string(stride_words)}}));
   w.kernel = {"memory", write ? "stride_write" : "stride_read", {{"LOOPS", std::to_string(loops)}}};
   w.range = Range::linear(items, local_for(d, items));
   // Address of access k (0-based over the whole loop) of work-item g.
@@ -228,7 +228,7 @@ Workload major(const Plan& plan, bool column, bool write, int bpw) {
   const std::size_t items = bytes / bpw;
   const std::string variant = std::string(column ? "col" : "row") + (write ? "_write" : "_read");
   Workload w;
-  w.name = name({"memory", d.backend, variant, "bytes:" + std::to_string(bpw)});
+  w.identify(identity({{"family", "memory"}, {"backend", d.backend}, {"op", variant}}, {{"bytes", std::to_string(bpw)}}));
   w.kernel = {"memory", variant, {{"BPW", std::to_string(bpw)}}};
   w.range = Range::linear(items, seed_local_size(d, items));
   auto at = [=](std::size_t g, int k) { return column ? k * items + g : g * bpw + k; };

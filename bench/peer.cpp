@@ -42,9 +42,9 @@ std::string same(const Bytes& want, const Bytes& got, std::size_t from, std::siz
   return std::string();
 }
 
-std::string pair_name(const std::string& variant, int src, int dst, std::size_t bytes) {
-  return name({"peer", "cuda", variant, "src:" + std::to_string(src), "dst:" + std::to_string(dst),
-               "bytes:" + std::to_string(bytes)});
+Identity pair_name(const std::string& variant, int src, int dst, std::size_t bytes) {
+  return identity({{"family", "peer"}, {"backend", "cuda"}, {"op", variant}},
+                  {{"src", std::to_string(src)}, {"dst", std::to_string(dst)}, {"bytes", std::to_string(bytes)}});
 }
 
 // A copy between this GPU (`self`) and `peer`. The check sees this GPU's buffer as in[0]/out[0]
@@ -55,7 +55,7 @@ Workload copy(int self, int peer, PeerEngine engine, Direction dir, std::size_t 
   const char* way = dir == Direction::to_device ? "_read" : dir == Direction::to_host ? "_write" : "_bidir";
   Workload w;
   const bool pull = dir == Direction::to_device;
-  w.name = pair_name(how + way, pull ? peer : self, pull ? self : peer, bytes);
+  w.identify(pair_name(how + way, pull ? peer : self, pull ? self : peer, bytes));
   if (sm) w.kernel = {"runtime", "archbench_copy", {}};  // what the backend launches (for the compile check)
   w.buffers = {{bytes, [bytes](Bytes& b) { fill_random(b, 0x9EE1 + bytes); }}};
   TransferSpec spec{dir, HostMemory::pageable};
@@ -80,8 +80,7 @@ Workload latency(const Plan& plan, int self, int peer, std::size_t bytes) {
   const std::size_t line = std::max<std::size_t>(plan.device.cacheline, 64), lines = bytes / line;
   const std::uint32_t hops = std::uint32_t(plan.size == Size::test ? 2 * lines + 3 : lines);
   Workload w;
-  w.name = name({"peer", "cuda", "latency", "src:" + std::to_string(peer), "dst:" + std::to_string(self),
-                 "bytes:" + std::to_string(bytes)});
+  w.identify(pair_name("latency", peer, self, bytes));
   w.kernel = {"latency", "chase", {}};  // what the backend launches (for the compile check)
   w.buffers = {{bytes, nullptr}};       // this GPU's: the kernel stores the last index in its first word
   TransferSpec spec{Direction::to_device, HostMemory::pageable};
@@ -104,7 +103,7 @@ std::vector<Workload> build(const Plan& plan) {
   if (d.backend != "cuda") return {};
   if (d.peers.empty()) {
     Workload w;
-    w.name = "peer/cuda/pairs/gpus:1";
+    w.identify(identity({{"family", "peer"}, {"backend", "cuda"}, {"op", "pairs"}}, {{"gpus", "1"}}));
     w.skip = "the peer family needs two CUDA GPUs; this machine has one";
     return {w};
   }

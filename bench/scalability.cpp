@@ -23,7 +23,7 @@ Workload vector_add(const Plan& plan, std::size_t length, std::size_t N, const s
   const DeviceInfo& d = plan.device;
   const std::size_t s = length / N;
   Workload w;
-  w.name = name({"scalability", d.backend, "vector_add", "items:" + std::to_string(N)});
+  w.identify(identity({{"family", "scalability"}, {"backend", d.backend}, {"op", "vector_add"}}, {{"items", std::to_string(N)}}));
   w.kernel = {"scalability", "vector_add", {}};
   w.range = Range::linear(N, seed_local_size(d, N));
   auto arr = [length](std::uint64_t seed) {
@@ -32,7 +32,7 @@ Workload vector_add(const Plan& plan, std::size_t length, std::size_t N, const s
   w.buffers = {arr(31), arr(32), {length * 4, nullptr}};
   w.args = {Arg::buf(0), Arg::buf(1), Arg::buf(2), Arg::scalar<std::uint32_t>(static_cast<std::uint32_t>(s))};
   w.cost = {double(length), 0, 8.0 * length, 4.0 * length, 0};
-  w.relative = Relative{baseline, "speedup", true};
+  w.relative = Relative{baseline, "speedup"};
   // An item is a work-item: each checked work-item's whole run is recomputed.
   w.check = [=](const std::vector<Bytes>& in, const std::vector<Bytes>& out, std::size_t every, Cost& tally) {
     for (std::size_t g = 0; g < N; g += every) {
@@ -54,7 +54,8 @@ std::vector<Workload> build(const Plan& plan) {
   const std::size_t step = plan.size == Size::full ? 2 : 4;
   std::vector<Workload> out;
   // items:1 is its own baseline (speedup 1), so that every row has the counter.
-  const std::string base = name({"scalability", plan.device.backend, "vector_add", "items:1"});
+  const std::string base =
+      identity({{"family", "scalability"}, {"backend", plan.device.backend}, {"op", "vector_add"}}, {{"items", "1"}}).name;
   for (std::size_t N = 1; N <= length; N *= step) out.push_back(vector_add(plan, length, N, base));
   return out;
 }

@@ -65,7 +65,7 @@ Workload make_dp4a(const Plan& plan) {
   const std::uint32_t k = 0x03fd02ffu;  // bytes -1, 2, -3, 3
 
   Workload w;
-  w.name = name({"compute", "cuda", "dp4a", "int8"});
+  w.identify(identity({{"family", "compute"}, {"backend", plan.device.backend}, {"op", "dp4a"}, {"type", "int8"}}));
   w.kernel = {"tensor", "dp4a", {{"DP4A_CHAINS", std::to_string(chains)}, {"ITERS", std::to_string(iters)}}};
   w.range = Range::linear(items, local);
   const std::uint64_t seed = std::hash<std::string>{}(w.name);
@@ -171,7 +171,7 @@ Workload make_mma(const Plan& plan, const MmaType& t) {
   const bool is_int = t.acc.ebits == 0;
 
   Workload w;
-  w.name = name({"compute", "cuda", "mma", t.name});
+  w.identify(identity({{"family", "compute"}, {"backend", plan.device.backend}, {"op", "mma"}, {"type", t.name}}));
   w.kernel = {"tensor", "mma_sync", {{"MMA_TYPE", t.traits}, {"TILES", std::to_string(kTiles)}, {"ITERS", std::to_string(iters)}}};
   w.range = Range::linear(items, local);
   const Format in = t.in, acc = t.acc;
@@ -260,7 +260,7 @@ Workload make_wgmma(const Plan& plan, const WgmmaType& t) {
   const double per_wgmma = 2.0 * 64 * 128 * t.k;
 
   Workload w;
-  w.name = name({"compute", "cuda", "wgmma", t.name});
+  w.identify(identity({{"family", "compute"}, {"backend", plan.device.backend}, {"op", "wgmma"}, {"type", t.name}}));
   w.kernel = {"tensor", "wgmma", {{"WGMMA_TYPE", t.traits}, {"ITERS", std::to_string(iters)}}};
   w.range = Range::linear(items, local);
   const Format in = t.in;
