@@ -1,5 +1,6 @@
 // archbench: picks a device, registers every family's workloads with Google Benchmark, runs them.
 #include <benchmark/benchmark.h>
+#include <regex.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fixtures/launcher/results.hpp"
 #include "fixtures/meters/meters.hpp"
 #include "fixtures/core/measure.hpp"
 #include "fixtures/launcher/node.hpp"
@@ -125,21 +127,20 @@ std::string timestamp() {
   return buf;
 }
 
-// With repetitions, the console shows one line per benchmark: the median (errors once).
-class MedianConsoleReporter : public benchmark::ConsoleReporter {
- public:
-  using ConsoleReporter::ConsoleReporter;
-  void ReportRuns(const std::vector<Run>& runs) override {
-    std::vector<Run> keep;
-    for (const Run& r : runs) {
-      const bool repeated = r.repetitions > 1;
-      if (!repeated || (r.run_type == Run::RT_Aggregate && r.aggregate_name == "median") ||
-          (r.error_occurred && r.repetition_index == 0))
-        keep.push_back(r);
-    }
-    if (!keep.empty()) ConsoleReporter::ReportRuns(keep);
-  }
-};
+// How many registered workloads Google Benchmark's filter will run (its POSIX extended regex;
+// a leading '-' negates), for progress.
+std::size_t matching(const std::deque<ab::Workload>& workloads, std::string filter) {
+  if (filter.empty() || filter == "all" || filter == ".") return workloads.size();
+  const bool negate = filter[0] == '-';
+  if (negate) filter.erase(0, 1);
+  regex_t re;
+  if (regcomp(&re, filter.c_str(), REG_EXTENDED | REG_NOSUB) != 0) return workloads.size();
+  std::size_t n = 0;
+  for (const ab::Workload& w : workloads)
+    n += (regexec(&re, (w.name + "/manual_time").c_str(), 0, nullptr, 0) == 0) != negate;
+  regfree(&re);
+  return n;
+}
 
 void add_context(const ab::DeviceInfo& d, const std::string& sweep) {
   char host[256] = "unknown";
@@ -186,8 +187,10 @@ std::filesystem::path default_out(const ab::DeviceInfo& info, bool record, const
              : std::filesystem::path(env("ARCHBENCH_RESULTS_DIR", "results/local"));
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
+  // A plain run's name has the time and the process id: two runs started in the same second
+  // write two files.
   return record ? dir / ((suite.empty() ? info.backend + "-" + sweep : suite) + tag + ".json")
-                : dir / ("archbench-" + slug(info.name) + tag + "-" + timestamp() + ".json");
+                : dir / ("archbench-" + slug(info.name) + tag + "-" + timestamp() + "-" + std::to_string(getpid()) + ".json");
 }
 
 // --device=all: this binary again on each chosen device, one at a time, each writing its own
@@ -239,7 +242,8 @@ int main(int argc, char** argv) {
   bool list_devices = false, help = false, listing_tests = false;
   bool energy = env("ARCHBENCH_ENERGY") == "1";
   std::string topdown = env("ARCHBENCH_TOPDOWN", "1");
-  bool has_out = false, has_min_time = false, has_reps = false, record = false;
+  bool has_out = false, has_min_time = false, has_reps = false, has_unit = false, record = false;
+  std::string out_path, out_format = "json", stdout_format = "console";
   std::string suite;
   std::vector<std::string> gb{args[0]};
   for (std::size_t i = 1; i < args.size(); ++i) {
@@ -253,7 +257,20 @@ int main(int argc, char** argv) {
     else if (starts_with(a, "--record=")) record = true, suite = a.substr(9);
     else if (a == "--help" || a == "-h") help = true;
     else {
-      has_out |= starts_with(a, "--benchmark_out=");
+      // The outputs are archbench's own (fixtures/launcher/results.hpp), not the library's.
+      if (starts_with(a, "--benchmark_out=")) {
+        has_out = true, out_path = a.substr(16);
+        continue;
+      }
+      if (starts_with(a, "--benchmark_out_format=")) {
+        out_format = a.substr(23);
+        continue;
+      }
+      if (starts_with(a, "--benchmark_format=")) {
+        stdout_format = a.substr(19);
+        continue;
+      }
+      has_unit |= starts_with(a, "--benchmark_time_unit=");
       has_min_time |= starts_with(a, "--benchmark_min_time");
       has_reps |= starts_with(a, "--benchmark_repetitions");
       listing_tests |= starts_with(a, "--benchmark_list_tests") && a != "--benchmark_list_tests=false";
@@ -269,6 +286,12 @@ int main(int argc, char** argv) {
     std::cout << kUsage << "\nGoogle Benchmark options:\n";
     gb.push_back("--help");  // Google Benchmark prints its own flags and exits
   }
+  for (const auto& [flag, value] : {std::pair{"--benchmark_format", stdout_format}, {"--benchmark_out_format", out_format}})
+    if (value != "console" && value != "json" && value != "csv") {
+      std::cerr << "archbench: " << flag << " must be console, json or csv, not '" << value << "'\n";
+      return 2;
+    }
+  if (out_format == "console") out_format = "json";  // a file is for programs
   if (record && has_out) {
     std::cerr << "archbench: --record chooses the output file; drop --benchmark_out\n";
     return 2;
@@ -339,7 +362,7 @@ int main(int argc, char** argv) {
         benchmark::RegisterBenchmark(stored.name.c_str(),
                                      [m = measure.get(), &stored](benchmark::State& s) { m->run(s, stored); })
             ->UseManualTime()
-            ->Unit(benchmark::kMicrosecond);
+            ->Unit(has_unit ? benchmark::GetDefaultTimeUnit() : benchmark::kMicrosecond);
       }
     add_context(info, sweep);
     if (!help && !listing_tests) {
@@ -353,8 +376,7 @@ int main(int argc, char** argv) {
     }
     if (!has_out && !listing_tests && !help) {
       const auto out = default_out(info, record, suite, sweep, "");
-      gb.push_back("--benchmark_out=" + out.string());
-      gb.push_back("--benchmark_out_format=json");
+      out_path = out.string();
       std::cerr << "archbench: running on " << ab::short_name(info) << "; JSON goes to " << out.string() << "\n";
     }
   }
@@ -366,14 +388,33 @@ int main(int argc, char** argv) {
   int gb_argc = static_cast<int>(gb_argv.size());
   benchmark::Initialize(&gb_argc, gb_argv.data());
   if (benchmark::ReportUnrecognizedArguments(gb_argc, gb_argv.data())) return 2;
+  std::map<std::string, const ab::Workload*> by_name;
+  for (const ab::Workload& w : workloads) by_name[w.name] = &w;
+  ab::ResultsReporter::Options o;
+  o.stdout_format = stdout_format;
+  o.out = listing_tests || help ? "" : out_path;
+  o.out_format = out_format;
   // Colours for a terminal only: a log file or a parent's pipe (--device=all, MPI) gets plain text.
-  MedianConsoleReporter console(isatty(STDOUT_FILENO) ? benchmark::ConsoleReporter::OO_ColorTabular
-                                                      : benchmark::ConsoleReporter::OO_Tabular);
-  const std::size_t ran = benchmark::RunSpecifiedBenchmarks(&console);
+  o.color = isatty(STDOUT_FILENO);
+  o.total = matching(workloads, benchmark::GetBenchmarkFilter());
+  ab::ResultsReporter reporter(o, by_name, [&meters] {
+    ab::ContextLines lines;
+    for (const auto& m : meters)
+      for (auto& l : m->summary()) lines.push_back(std::move(l));
+    return lines;
+  });
+  const std::size_t ran = benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   if (ran == 0 && !listing_tests) {
     std::cerr << "archbench: no benchmark matched the filter\n";
     return 2;
   }
+  if (!reporter.write_error().empty()) {
+    std::cerr << "archbench: the results were not written: " << reporter.write_error() << "\n";
+    return 1;
+  }
+  if (!o.out.empty() && ran > 0)
+    std::cerr << "archbench: " << reporter.ran() << " benchmarks, " << reporter.failed() << " skipped or failed; JSON in "
+              << o.out << "\n";
   return 0;
 }
