@@ -20,6 +20,7 @@
 #include <string>
 
 #include "fixtures/core/data.hpp"
+#include "fixtures/core/kernels.hpp"
 #include "fixtures/core/workload.hpp"
 
 namespace archbench {
@@ -130,8 +131,24 @@ Workload reuse(const Plan& plan, HostMemory mem, std::size_t bytes, int passes) 
   Workload w;
   w.identify(identity({{"family", "bus"}, {"backend", plan.device.backend}, {"op", std::string("reuse_") + memory_name(mem)}},
                       {{"bytes", std::to_string(bytes)}, {"reuse", std::to_string(passes)}}));
-  w.buffers = {{bytes, nullptr}};
-  w.transfer = Transfer{{Direction::to_device, mem, passes}, [bytes](Bytes& b) { fill_uniform<double>(b, bytes, 1.0, 2.0); }};
+  // The device's buffer, and the host's data in memory of kind `mem` (the check's in/out.back()).
+  w.buffers = {{bytes, nullptr}, {bytes, [bytes](Bytes& b) { fill_uniform<double>(b, bytes, 1.0, 2.0); }}};
+  w.buffers[1].host = mem;
+  const bool copied = mem == HostMemory::pageable || mem == HostMemory::pinned;
+  Step pass;
+  pass.kernel = {"bus", "reuse_pass", {}};
+  pass.range = Range::linear(std::size_t(std::max<unsigned>(plan.device.compute_units, 1)) * 8 * 256, 256);
+  pass.args = {Arg::buf(copied ? 0 : 1), Arg::scalar<std::uint64_t>(bytes / sizeof(double))};
+  Step host;
+  host.buffer = 1;
+  host.host = [](void* data, std::size_t n) {
+    double* h = static_cast<double*>(data);
+    for (std::size_t k = 0; k < n / sizeof(double); ++k) h[k] += 1.0;
+  };
+  if (copied) w.steps.push_back({TransferSpec{Direction::to_device, mem}});
+  w.steps.insert(w.steps.end(), passes, pass);
+  if (copied) w.steps.push_back({TransferSpec{Direction::to_host, mem}});
+  w.steps.push_back(host);
   w.timing = Timing::round_trip;
   const double moved = double(bytes) * (passes + 1);
   w.cost.bytes_read = moved;
@@ -208,9 +225,10 @@ std::vector<Workload> build(const Plan& plan) {
   for (Direction dir : {Direction::to_device, Direction::to_host})
     for (HostMemory mem : {HostMemory::pageable, HostMemory::pinned, HostMemory::mapped})
       for (std::size_t b : sizes(plan)) out.push_back(transfer(plan, dir, mem, b));
-  if (plan.device.backend != "cuda") return out;
-  // CUDA (nvbandwidth's tests and seed 001's study): both directions at once from pinned memory,
-  // device to device by the copy engine and by the SMs, and the reuse study.
+  if (!plan.device.async_copies || !has_kernel(plan.device, "bus")) return out;
+  // Where the device has copy engines and bus kernels (nvbandwidth's tests and seed 001's study):
+  // both directions at once from pinned memory, device to device by the copy engine and by the
+  // SMs, and the reuse study.
   for (std::size_t b : sizes(plan)) {
     out.push_back(transfer(plan, Direction::both, HostMemory::pinned, b));
     out.push_back(transfer(plan, Direction::on_device, HostMemory::pinned, b));
@@ -234,6 +252,8 @@ std::vector<Workload> build(const Plan& plan) {
     for (std::size_t b : sets)
       for (int r : reuses) {
         if (plan.device.max_alloc && b > plan.device.max_alloc) continue;
+        if ((mem == HostMemory::mapped && !plan.device.mapped_host) || (mem == HostMemory::managed && !plan.device.managed_memory))
+          continue;
         // Zero copy crosses the bus on every pass (no caching benefit, the seed's Fig. 7c): the
         // quick sweep leaves out its points of more than 4 GiB of passes (seconds per launch).
         if (mem == HostMemory::mapped && plan.size == Size::quick && double(b) * r > double(std::size_t(4) << 30)) continue;

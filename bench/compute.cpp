@@ -164,11 +164,11 @@ Workload make(const Plan& plan, Op op, const Type& t, int width, const Shape& s,
   const H a = A::from(da), b = A::from(db);
   w.args = {Arg::buf(0), Arg::buf(1), Arg::scalar(a), Arg::scalar(b)};
   if constexpr (std::is_same_v<H, Half> || std::is_same_v<H, BFloat>) {
-    // The CUDA kernel takes 16-bit scalars as packed pairs (compute.cu says why).
+    // Some kernels take 16-bit scalars as packed pairs (CUDA's: compute.cu says why).
     struct Pair {
       H lo, hi;
     };
-    if (plan.device.backend == "cuda") w.args = {Arg::buf(0), Arg::buf(1), Arg::scalar(Pair{a, a}), Arg::scalar(Pair{b, b})};
+    if (plan.device.packed_half_args) w.args = {Arg::buf(0), Arg::buf(1), Arg::scalar(Pair{a, a}), Arg::scalar(Pair{b, b})};
   }
   if (is_int) w.cost.int_ops = per_item * s.items;
   else w.cost.flops = per_item * s.items;

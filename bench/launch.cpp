@@ -45,7 +45,7 @@ std::vector<Workload> build(const Plan& plan) {
   if (plan.size == Size::full) sizes.push_back(cu * 2048);
   std::vector<Workload> out;
   std::vector<Timing> timings = {Timing::device, Timing::round_trip};
-  if (d.backend == "cuda") timings.push_back(Timing::graph);
+  if (d.graphs) timings.push_back(Timing::graph);
   for (Timing t : timings)
     for (std::size_t items : sizes) out.push_back(empty(plan, t, items));
   return out;

@@ -1,6 +1,6 @@
-// peer: bandwidth and latency between GPUs of one machine (CUDA only), what nvbandwidth and
+// peer: bandwidth and latency between GPUs of one machine (where the device has peer copies: CUDA), what nvbandwidth and
 // CUDA's p2pBandwidthLatencyTest measure. The GPU archbench runs on measures every pair it is
-// part of, issuing everything itself (TransferSpec::peer); `--device=all` over the GPUs gives
+// part of, issuing everything itself (buffers on the peer, BufferSpec::peer); `--device=all` over the GPUs gives
 // every ordered pair. Names peer/cuda/<variant>/src:S/dst:D/bytes:N, S and D CUDA ordinals:
 //  ce_read, ce_write      the copy engine (cudaMemcpyPeerAsync) with peer access enabled: this
 //                         GPU pulls from src (read: this GPU is dst) or pushes to dst (write)
@@ -42,26 +42,25 @@ std::string same(const Bytes& want, const Bytes& got, std::size_t from, std::siz
   return std::string();
 }
 
-Identity pair_name(const std::string& variant, int src, int dst, std::size_t bytes) {
-  return identity({{"family", "peer"}, {"backend", "cuda"}, {"op", variant}},
+Identity pair_name(const std::string& backend, const std::string& variant, int src, int dst, std::size_t bytes) {
+  return identity({{"family", "peer"}, {"backend", backend}, {"op", variant}},
                   {{"src", std::to_string(src)}, {"dst", std::to_string(dst)}, {"bytes", std::to_string(bytes)}});
 }
 
 // A copy between this GPU (`self`) and `peer`. The check sees this GPU's buffer as in[0]/out[0]
-// and the peer's as in.back()/out.back() (Measure's view of a transfer's host side).
-Workload copy(int self, int peer, PeerEngine engine, Direction dir, std::size_t bytes) {
-  const bool sm = engine == PeerEngine::sm;
-  const std::string how = sm ? "sm" : engine == PeerEngine::copy_engine ? "ce" : "ce_nop2p";
+// and the peer's (buffers[1], on the peer) as in.back()/out.back().
+Workload copy(const std::string& backend, int self, int peer, CopyMethod method, Direction dir, std::size_t bytes) {
+  const bool sm = method == CopyMethod::sm;
+  const std::string how = sm ? "sm" : method == CopyMethod::copy_engine ? "ce" : "ce_nop2p";
   const char* way = dir == Direction::to_device ? "_read" : dir == Direction::to_host ? "_write" : "_bidir";
   Workload w;
   const bool pull = dir == Direction::to_device;
-  w.identify(pair_name(how + way, pull ? peer : self, pull ? self : peer, bytes));
+  w.identify(pair_name(backend, how + way, pull ? peer : self, pull ? self : peer, bytes));
   if (sm) w.kernel = {"runtime", "archbench_copy", {}};  // what the backend launches (for the compile check)
-  w.buffers = {{bytes, [bytes](Bytes& b) { fill_random(b, 0x9EE1 + bytes); }}};
-  TransferSpec spec{dir, HostMemory::pageable};
-  spec.peer = peer;
-  spec.engine = engine;
-  w.transfer = Transfer{spec, [bytes](Bytes& b) { fill_random(b, 0x9EE2 + 7 * bytes); }};
+  w.buffers = {{bytes, [bytes](Bytes& b) { fill_random(b, 0x9EE1 + bytes); }},
+               {bytes, [bytes](Bytes& b) { fill_random(b, 0x9EE2 + 7 * bytes); }}};  // the peer's
+  w.buffers[1].peer = peer;
+  w.transfer = Transfer{{dir, HostMemory::pageable, method}, nullptr, true};
   w.cost.bytes_written = double(bytes);
   const std::size_t half = dir == Direction::both ? bytes / 2 : 0;
   w.check = [=](const std::vector<Bytes>& in, const std::vector<Bytes>& out, std::size_t every, Cost& t) {
@@ -80,14 +79,13 @@ Workload latency(const Plan& plan, int self, int peer, std::size_t bytes) {
   const std::size_t line = std::max<std::size_t>(plan.device.cacheline, 64), lines = bytes / line;
   const std::uint32_t hops = std::uint32_t(plan.size == Size::test ? 2 * lines + 3 : lines);
   Workload w;
-  w.identify(pair_name("latency", peer, self, bytes));
-  w.kernel = {"latency", "chase", {}};  // what the backend launches (for the compile check)
-  w.buffers = {{bytes, nullptr}};       // this GPU's: the kernel stores the last index in its first word
-  TransferSpec spec{Direction::to_device, HostMemory::pageable};
-  spec.peer = peer;
-  spec.engine = PeerEngine::chase;
-  spec.hops = hops;
-  w.transfer = Transfer{spec, [=](Bytes& b) { fill_chain(b, lines, line / 4, bytes); }};
+  w.identify(pair_name(plan.device.backend, "latency", peer, self, bytes));
+  w.kernel = {"latency", "chase", {}};  // the latency family's chase(chain, out, start, hops)
+  w.range = Range::linear(1, 1);
+  w.buffers = {{bytes, nullptr},       // this GPU's: the kernel stores the last index in its first word
+               {bytes, [=](Bytes& b) { fill_chain(b, lines, line / 4, bytes); }}};  // the chain, on the peer
+  w.buffers[1].peer = peer;
+  w.args = {Arg::buf(1), Arg::buf(0), Arg::scalar<std::uint32_t>(0), Arg::scalar<std::uint32_t>(hops)};
   w.cost.accesses = hops;
   w.check = [=](const std::vector<Bytes>& in, const std::vector<Bytes>& out, std::size_t, Cost& t) {
     const std::uint32_t want = follow_chain(in.back(), hops), got = get<std::uint32_t>(out[0], 0);
@@ -100,10 +98,10 @@ Workload latency(const Plan& plan, int self, int peer, std::size_t bytes) {
 
 std::vector<Workload> build(const Plan& plan) {
   const DeviceInfo& d = plan.device;
-  if (d.backend != "cuda") return {};
+  if (!d.peer_copies) return {};
   if (d.peers.empty()) {
     Workload w;
-    w.identify(identity({{"family", "peer"}, {"backend", "cuda"}, {"op", "pairs"}}, {{"gpus", "1"}}));
+    w.identify(identity({{"family", "peer"}, {"backend", d.backend}, {"op", "pairs"}}, {{"gpus", "1"}}));
     w.skip = "the peer family needs two CUDA GPUs; this machine has one";
     return {w};
   }
@@ -123,9 +121,9 @@ std::vector<Workload> build(const Plan& plan) {
   for (int peer : d.peers) {
     for (std::size_t b : sizes) {
       if (d.max_alloc && b > d.max_alloc) continue;
-      for (PeerEngine e : {PeerEngine::copy_engine, PeerEngine::sm, PeerEngine::copy_engine_no_p2p})
+      for (CopyMethod m : {CopyMethod::copy_engine, CopyMethod::sm, CopyMethod::staged})
         for (Direction dir : {Direction::to_device, Direction::to_host, Direction::both})
-          if (e != PeerEngine::copy_engine_no_p2p || dir != Direction::both) out.push_back(copy(self, peer, e, dir, b));
+          if (m != CopyMethod::staged || dir != Direction::both) out.push_back(copy(d.backend, self, peer, m, dir, b));
     }
     for (std::size_t b : chains) out.push_back(latency(plan, self, peer, b));
   }

@@ -30,15 +30,11 @@
 #include <string>
 
 #include "fixtures/core/data.hpp"
+#include "fixtures/core/kernels.hpp"
 #include "fixtures/core/workload.hpp"
 
 namespace archbench {
 namespace {
-
-// "sm_90a" -> 90; 0 when unknown.
-int arch_number(const std::string& arch) {
-  return arch.rfind("sm_", 0) == 0 ? std::atoi(arch.c_str() + 3) : 0;
-}
 
 // Geometry shared by the kernels: blocks that fill every SM several times (a multiple of
 // 12 blocks per SM, so that 1, 2, 3, 4 or 6 resident blocks per SM make whole waves).
@@ -90,7 +86,7 @@ Workload make_dp4a(const Plan& plan) {
     }
     return std::string();
   };
-  if (arch_number(plan.device.arch) < 61) w.skip = "dp4a needs sm_61";
+  if (!plan.device.dp4a) w.skip = "dp4a needs sm_61";
   return w;
 }
 
@@ -233,7 +229,7 @@ Workload make_mma(const Plan& plan, const MmaType& t) {
     }
     return std::string();
   };
-  if (arch_number(plan.device.arch) < t.min_arch) w.skip = std::string(t.name) + " mma needs sm_" + std::to_string(t.min_arch);
+  if (!(t.min_arch >= 89 ? plan.device.mma_fp8 : plan.device.mma)) w.skip = std::string(t.name) + " mma needs sm_" + std::to_string(t.min_arch);
   return w;
 }
 
@@ -307,13 +303,13 @@ Workload make_wgmma(const Plan& plan, const WgmmaType& t) {
     }
     return std::string();
   };
-  if (plan.device.arch != "sm_90a") w.skip = "wgmma needs sm_90a";
+  if (!plan.device.wgmma) w.skip = "wgmma needs sm_90a";
   return w;
 }
 
 std::vector<Workload> build(const Plan& plan) {
   std::vector<Workload> out;
-  if (plan.device.backend != "cuda") return out;
+  if (!has_kernel(plan.device, "tensor")) return out;  // PTX inline assembly: a backend with tensor.<ext>
   out.push_back(make_dp4a(plan));
   const MmaType mmas[] = {{"fp16", "mma_f16_f32", 16, fp16, f32, 80},      {"fp16_f16acc", "mma_f16_f16", 16, fp16, fp16, 80},
                           {"bf16", "mma_bf16_f32", 16, bf16, f32, 80},     {"tf32", "mma_tf32_f32", 8, tf32, f32, 80},

@@ -41,6 +41,7 @@ ab::DeviceInfo reference_device(int cc) {
   d.image2d_max_width = 131072;
   d.image2d_max_height = 65536;
   d.peers = {1};  // a second GPU, so that the peer family builds its workloads
+  ab::cuda_capabilities(d, cc / 10, cc % 10);
   return d;
 }
 
@@ -82,11 +83,18 @@ int main(int argc, char** argv) {
     for (ab::Size size : {ab::Size::test, ab::Size::quick, ab::Size::full})
       for (const ab::Family& f : ab::families())
         for (const ab::Workload& w : f.build({d, size})) {
-          // No kernel (a transfer the backend does itself, unless it names the kernel it launches), or not for this device.
-          if ((w.transfer && w.kernel.source.empty()) || !w.skip.empty()) continue;
-          std::string key = d.arch + "|" + w.kernel.source + "|" + w.kernel.entry;
-          for (const auto& [k, v] : w.kernel.defines) key += "|" + k + "=" + v;
-          programs.emplace(key, Program{w.kernel, d.arch, w.name});
+          // Not for this device, or no kernel (a transfer the backend does itself, unless it names
+          // the kernel it launches; steps name theirs).
+          if (!w.skip.empty()) continue;
+          std::vector<ab::KernelSpec> kernels;
+          if (!w.kernel.source.empty()) kernels.push_back(w.kernel);
+          for (const ab::Step& s : w.steps)
+            if (!s.copy && !s.host) kernels.push_back(s.kernel);
+          for (const ab::KernelSpec& k : kernels) {
+            std::string key = d.arch + "|" + k.source + "|" + k.entry;
+            for (const auto& [name, v] : k.defines) key += "|" + name + "=" + v;
+            programs.emplace(key, Program{k, d.arch, w.name});
+          }
         }
   }
   // Compile them all in parallel first (NVRTC is thread-safe; results are cached), so that

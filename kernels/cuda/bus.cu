@@ -9,3 +9,9 @@ extern "C" __global__ void sm_copy(uchar* __restrict__ data, ulong half) {
   const size_t words = half / 16;
   for (size_t k = global_id(); k < words; k += global_size()) dst[k] = src[k];
 }
+
+// The device's side of seed 001's unified-memory study (bus/<backend>/reuse_*): one pass adds 1
+// to every double, wherever the data is (device memory, mapped or managed host memory).
+extern "C" __global__ void reuse_pass(double* __restrict__ data, ulong n) {
+  for (size_t k = global_id(); k < n; k += global_size()) data[k] += 1.0;
+}

@@ -16,8 +16,9 @@ extern "C" __global__ void archbench_hold(volatile int* release, int* timed_out,
   }
 }
 
-// Zero copy: the SMs copy between device memory and page-locked host memory mapped into the
-// device's address space, 16 bytes a thread per step (the tail byte by byte).
+// The SM copy (CopyMethod::sm, and zero copy): the SMs copy between device memory, a peer's, and
+// page-locked host memory mapped into the device's address space, 16 bytes a thread per step
+// (the tail byte by byte).
 extern "C" __global__ void archbench_copy(const uchar* __restrict__ src, uchar* __restrict__ dst, ulong bytes) {
   const size_t i = global_id(), n = global_size();
   const size_t words = bytes / 16;
@@ -25,9 +26,4 @@ extern "C" __global__ void archbench_copy(const uchar* __restrict__ src, uchar* 
   uint4* d = reinterpret_cast<uint4*>(dst);
   for (size_t k = i; k < words; k += n) d[k] = s[k];
   for (size_t k = words * 16 + i; k < bytes; k += n) dst[k] = src[k];
-}
-
-// The device's side of seed 001's unified-memory study: one pass adds 1 to every double.
-extern "C" __global__ void archbench_reuse_pass(double* __restrict__ data, ulong n) {
-  for (size_t k = global_id(); k < n; k += global_size()) data[k] += 1.0;
 }
