@@ -226,8 +226,12 @@ int run_every_device(const std::vector<ab::DeviceInfo>& devices, const std::vect
     }
     runs.push_back(std::move(r));
   }
-  const int merged = ab::merge_runs(runs, dir, out);  // 1: some run failed, counted above
-  if (merged != 2) std::filesystem::remove_all(dir);  // else the per-device files are all there is
+  const int merged = ab::merge_runs(runs, out);  // 1: some run failed, counted above
+  if (merged == 2) {
+    std::cerr << "archbench: --device=all: the per-device results are kept in " << dir << "\n";
+    return 1;
+  }
+  std::filesystem::remove_all(dir);
   std::cerr << "archbench: --device=all: " << chosen.size() - failed << " of " << chosen.size()
             << " devices ran; JSON in " << out << "\n";
   return failed || merged == 2 ? 1 : 0;

@@ -48,7 +48,9 @@ with tempfile.TemporaryDirectory() as tmp:
     expect(rc == 0, "a filtered run exits 0 (stderr: %s)" % err[-500:])
     files = glob.glob(os.path.join(tmp, "archbench-*.json"))
     expect(len(files) == 1, "the run wrote one JSON under ARCHBENCH_RESULTS_DIR")
-    expect("_median" in out and "manual_time" in out, "the console shows medians")
+    # The compact console: one line a benchmark (its median), names without /manual_time.
+    expect("median of 2" in out and "manual_time" not in out and out.count("compute/%s/mad/float4 " % BE) == 1,
+           "the console shows one median line a benchmark")
     if files:
         doc = json.load(open(files[0]))
         ctx = doc["context"]
@@ -69,6 +71,29 @@ with tempfile.TemporaryDirectory() as tmp:
         expect(counter("memory/%s/triad" % BE, "byte_per_s"), "triad reports byte_per_s")
         expect(counter("latency/%s/chase" % BE, "ns_per_access"), "latency reports ns_per_access")
         expect(any(b.get("aggregate_name") == "median" for b in doc["benchmarks"]), "JSON has median aggregates")
+        # Schema 2: every entry's axes rebuild its name; cost per launch; the version in the context.
+        expect(ctx.get("schema_version") == "2", "context has schema_version 2")
+        expect(all(b["name_format"].format(**b["axes"]) == b["run_name"].split("/manual_time")[0]
+                   for b in doc["benchmarks"]), "every entry's axes rebuild its name")
+        expect(all(set(b["cost"]) >= {"flops", "int_ops", "bytes_read", "bytes_written", "accesses", "calls"}
+                   for b in doc["benchmarks"]), "every entry has its cost per launch")
+
+    # Google Benchmark's conventions: --benchmark_format decides stdout; a CSV for any filter.
+    one = "--benchmark_filter=^(latency/BE/chase/bytes:1024|compute/BE/add/int)$".replace("BE", BE)
+    rc, out, err = run([one, "--benchmark_min_time=0.01", "--benchmark_repetitions=1", "--benchmark_format=json",
+                        "--benchmark_out=" + os.path.join(tmp, "x.csv"), "--benchmark_out_format=csv"])
+    try:
+        piped = json.loads(out)
+    except ValueError:
+        piped = {}
+    expect(rc == 0 and len(piped.get("benchmarks", [])) == 2, "--benchmark_format=json writes the JSON on stdout")
+    import csv
+    lines = [l for l in open(os.path.join(tmp, "x.csv")) if not l.startswith("#")]
+    rows = list(csv.DictReader(lines))
+    expect(len(rows) == 2 and rows[0].get("axes.family") and "op_per_s" in rows[0] and "ns_per_access" in rows[0],
+           "the CSV has every row and every family's columns, context as # lines")
+    rc, out, err = run([one, "--benchmark_format=xml"])
+    expect(rc == 2 and "console, json or csv" in err, "an unknown --benchmark_format is refused (exit 2)")
 
     # A kernel that fails to build: its benchmarks skip with the build log; the others run.
     # OpenCL: a -D value that breaks compute.cl only. CUDA: the workload's values are #defines
