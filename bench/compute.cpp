@@ -136,6 +136,7 @@ Workload make(const Plan& plan, Op op, const Type& t, int width, const Shape& s,
 
   Workload w;
   w.identify(label);
+  w.axes.push_back({"chains", std::to_string(chains)});  // describes it (ARCHBENCH_CHAINS changes it), not in its name
   w.kernel = {"compute", "compute",
               {{"T", t.cl}, {"VT", vt}, {"W", std::to_string(width)}, {"CHAINS", std::to_string(chains)},
                {"ITERS", std::to_string(s.iters)}, {std::string("OP_") + (op == Op::add ? "ADD" : op == Op::mul ? "MUL" : "MAD"), "1"},

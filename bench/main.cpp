@@ -174,6 +174,10 @@ void add_context(const ab::DeviceInfo& d, const std::string& sweep) {
       {"sweep", sweep},
       {"cl_options", env("ARCHBENCH_CL_OPTIONS")},
       {"cuda_options", env("ARCHBENCH_CUDA_OPTIONS")},
+      // Every knob that changes a workload is in the context: the compute family's chains
+      // per work-item (also each compute entry's "chains" axis), a forced CUDA architecture.
+      {"chains_override", env("ARCHBENCH_CHAINS")},
+      {"cuda_arch_override", env("ARCHBENCH_CUDA_ARCH")},
   };
   for (const auto& [k, v] : facts) benchmark::AddCustomContext(k, v);
 }

@@ -1,0 +1,211 @@
+// Measure, meters and the results writer without hardware: a fake Device whose launches take
+// scripted times, fake meters, and Google Benchmark run for real; the assertions are on the
+// exact counter values and fields of the JSON archbench writes (as Google Benchmark's own
+// output tests assert on its JSON).
+#include <benchmark/benchmark.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "fixtures/core/json.hpp"
+#include "fixtures/core/measure.hpp"
+#include "fixtures/launcher/results.hpp"
+
+namespace ab = archbench;
+
+namespace {
+
+constexpr double kPerLaunch = 1e-3;  // seconds every fake launch takes
+
+class FakeBuffer final : public ab::Buffer {
+ public:
+  explicit FakeBuffer(std::size_t n) : data(n) {}
+  std::size_t bytes() const override { return data.size(); }
+  std::vector<unsigned char> data;
+};
+
+class FakeLaunch final : public ab::Launch {
+ public:
+  explicit FakeLaunch(int& timed) : timed_(timed) {}
+  void run(int) override {}
+  void submit() override {}
+  double time(int launches) override {
+    timed_ += launches;
+    return launches * kPerLaunch;
+  }
+
+ private:
+  int& timed_;
+};
+
+class FakeDevice final : public ab::Device {
+ public:
+  FakeDevice() {
+    info_.backend = "fake", info_.name = "Fake", info_.max_clock_mhz = 1000;
+  }
+  const ab::DeviceInfo& info() const override { return info_; }
+  std::unique_ptr<ab::Buffer> alloc(std::size_t n) override { return std::make_unique<FakeBuffer>(n); }
+  std::unique_ptr<ab::Buffer> alloc_image(std::size_t, std::size_t) override { throw ab::Skip("no images"); }
+  void write(ab::Buffer& dst, const void* src, std::size_t n) override {
+    std::memcpy(static_cast<FakeBuffer&>(dst).data.data(), src, n);
+  }
+  void read(ab::Buffer& src, void* dst, std::size_t n) override {
+    std::memcpy(dst, static_cast<FakeBuffer&>(src).data.data(), n);
+  }
+  std::unique_ptr<ab::Launch> prepare(const ab::KernelSpec&, const std::vector<ab::KernelArg>&, const ab::Range&,
+                                      ab::Timing) override {
+    return std::make_unique<FakeLaunch>(timed);
+  }
+  std::unique_ptr<ab::Launch> prepare_transfer(const ab::TransferSpec&, ab::Buffer&, std::vector<unsigned char>&) override {
+    throw ab::Skip("no transfers");
+  }
+  void finish() override {}
+  int timed = 0;  // launches timed, warm-up and meters' passes included
+
+ private:
+  ab::DeviceInfo info_;
+};
+
+// A meter with scripted counters; counts its passes. One that fails says why and adds nothing.
+class FakeMeter final : public ab::Meter {
+ public:
+  explicit FakeMeter(bool fail) : fail_(fail) {}
+  std::string name() const override { return fail_ ? "failing" : "fake"; }
+  ab::ContextLines context() const override { return {{name() + "_meter", "scripted"}}; }
+  ab::ContextLines summary() const override { return {{name() + "_passes", std::to_string(passes)}}; }
+  bool active() const override { return true; }
+  std::vector<ab::CounterValue> measure(const ab::Workload& w, const ab::MeterPass& pass) override {
+    ++passes;
+    if (fail_) throw std::runtime_error("scripted failure");
+    // As the clock meter does: cycles per access at a "measured" 500 MHz replace the 1000 MHz ones.
+    std::vector<ab::CounterValue> out = {{"fake_value", 42, benchmark::Counter::kDefaults},
+                                         {"fake_seconds", pass.seconds_per_launch, benchmark::Counter::kDefaults}};
+    for (ab::CounterValue& c : ab::counters(w.cost, 500))
+      if (c.name == "cycles_per_access") out.push_back(c);
+    return out;
+  }
+  int passes = 0;
+
+ private:
+  bool fail_;
+};
+
+ab::Workload workload(const std::string& op, bool good) {
+  ab::Workload w;
+  w.identify(ab::identity({{"family", "fake"}, {"backend", "fake"}, {"op", op}}, {{"bytes", "64"}}, {{"width", "4"}}));
+  w.buffers = {{64, nullptr}};
+  w.cost.flops = 2e6;
+  w.cost.accesses = 1000;
+  w.check = [good](const std::vector<ab::Bytes>&, const std::vector<ab::Bytes>&, std::size_t, ab::Cost&) {
+    return good ? std::string() : std::string("item 3 is 7, expected 8");
+  };
+  return w;
+}
+
+TEST(Measure, CountersFlagsMetersAndSchemaInTheWrittenJson) {
+  FakeDevice dev;
+  ab::Measure measure(dev);
+  FakeMeter meter(false), failing(true);
+  measure.add_meter(&meter);
+  measure.add_meter(&failing);
+  std::vector<ab::Workload> ws = {workload("base", true), workload("other", true), workload("broken", false)};
+  ws[1].relative = ab::Relative{ws[0].name, "slowdown"};
+  std::map<std::string, const ab::Workload*> by_name;
+  for (const ab::Workload& w : ws) {
+    by_name[w.name] = &w;
+    benchmark::RegisterBenchmark(w.name.c_str(), [&measure, &w](benchmark::State& s) { measure.run(s, w); })
+        ->UseManualTime();
+  }
+  const std::string out = testing::TempDir() + "/measure-" + std::to_string(getpid()) + ".json";
+  std::vector<std::string> args = {"test", "--benchmark_min_time=0.01", "--benchmark_repetitions=3"};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  int argc = int(argv.size());
+  benchmark::Initialize(&argc, argv.data());
+  ab::ResultsReporter::Options o;
+  o.out = out;
+  o.total = ws.size();
+  std::ostringstream console;
+  ab::ResultsReporter reporter(o, by_name, [&] { return ab::ContextLines{{"fake_passes", std::to_string(meter.passes)}}; });
+  reporter.SetOutputStream(&console);
+  EXPECT_EQ(benchmark::RunSpecifiedBenchmarks(&reporter), 3u);
+  benchmark::ClearRegisteredBenchmarks();
+  ASSERT_EQ(reporter.write_error(), "");
+  EXPECT_EQ(reporter.failed(), 1u);
+
+  std::ifstream f(out);
+  std::stringstream text;
+  text << f.rdbuf();
+  const ab::Json doc = ab::Json::parse(text.str());
+  std::remove(out.c_str());
+  EXPECT_EQ(doc.find("context")->find("schema_version")->text(), "2");
+  // One pass per workload that ran (2), however many repetitions; given at the end of the run.
+  EXPECT_EQ(meter.passes, 2);
+  EXPECT_EQ(doc.find("context")->find("fake_passes")->text(), "2");
+  int rows = 0;
+  for (const ab::Json& b : doc.find("benchmarks")->items()) {
+    const std::string name = b.find("run_name")->text();
+    ASSERT_NE(b.find("axes"), nullptr) << name;
+    EXPECT_EQ(b.find("axes")->find("bytes")->kind(), ab::Json::number);  // numeric axes are numbers
+    EXPECT_EQ(b.find("axes")->find("width")->text(), "4");
+    EXPECT_EQ(b.find("name_format")->text(), "{family}/{backend}/{op}/bytes:{bytes}");
+    EXPECT_EQ(b.find("cost")->find("flops")->as_number(), 2e6);
+    if (name.find("broken") != std::string::npos) {
+      EXPECT_TRUE(b.find("error_occurred") && b.find("error_occurred")->text() == "true");
+      EXPECT_NE(b.find("error_message")->text().find("output check failed: item 3 is 7"), std::string::npos);
+      continue;
+    }
+    if (name.find("other") != std::string::npos) {
+      EXPECT_EQ(b.find("baseline")->text(), ws[0].name);
+      EXPECT_EQ(b.find("relation")->text(), "slowdown");
+    }
+    if (b.find("run_type")->text() != "iteration") continue;
+    ++rows;
+    // Rates from the cost: 2e6 flops in 1 ms; 1000 accesses in 1 ms: 1000 ns each; at the
+    // meter's 500 MHz, 500 cycles each (the device's 1000 MHz figure, 1000, is replaced).
+    EXPECT_NEAR(b.find("flop_per_s")->as_number(), 2e9, 2e9 * 1e-9) << name;
+    EXPECT_NEAR(b.find("ns_per_access")->as_number(), 1000, 1e-6) << name;
+    EXPECT_NEAR(b.find("cycles_per_access")->as_number(), 500, 1e-6) << name;
+    EXPECT_EQ(b.find("fake_value")->as_number(), 42) << name;  // every repetition's row
+    EXPECT_NEAR(b.find("fake_seconds")->as_number(), kPerLaunch, 1e-15) << name;
+    EXPECT_NEAR(b.find("real_time")->as_number(), kPerLaunch * 1e9, 1e-3) << name;  // nanoseconds, the default unit
+  }
+  EXPECT_EQ(rows, 6);  // 2 workloads x 3 repetitions
+  // The console: one median line a benchmark, no /manual_time, the failure with its reason.
+  EXPECT_EQ(console.str().find("manual_time"), std::string::npos);
+  EXPECT_NE(console.str().find("fake/fake/broken/bytes:64"), std::string::npos);
+  EXPECT_NE(console.str().find("output check failed"), std::string::npos);
+}
+
+TEST(Results, NothingRunNothingWritten) {
+  const std::string out = testing::TempDir() + "/nothing-" + std::to_string(getpid()) + ".json";
+  ab::ResultsReporter::Options o;
+  o.out = out;
+  ab::ResultsReporter reporter(o, {}, nullptr);
+  reporter.Finalize();
+  EXPECT_FALSE(std::ifstream(out).good());
+}
+
+TEST(Results, CsvHasEveryColumnOfEveryRow) {
+  const ab::Json doc = ab::Json::parse(R"({"context": {"device": "X", "note": "a\nb"},
+    "benchmarks": [{"name": "a", "op_per_s": 1, "axes": {"op": "add"}},
+                   {"name": "b,c", "byte_per_s": 2.5, "axes": {"op": "x\"y"}}]})");
+  EXPECT_EQ(ab::results_csv(doc),
+            "# device: X\n# note: a b\n"
+            "name,op_per_s,axes.op,byte_per_s\n"
+            "a,1,add,\n"
+            "\"b,c\",,\"x\"\"y\",2.5\n");
+}
+
+TEST(Json, NumbersKeepTheirTextAndErrorsSayWhere) {
+  const std::string text = R"({"x": 1.0263547499999993e+02, "s": "q\"\\", "a": [true, null]})";
+  EXPECT_EQ(ab::Json::parse(text).dump(-1), R"({"x":1.0263547499999993e+02,"s":"q\"\\","a":[true,null]})");
+  EXPECT_THROW(ab::Json::parse(R"({"x": 1,})"), ab::JsonError);
+  EXPECT_THROW(ab::Json::parse("[1] 2"), ab::JsonError);
+}
+
+}  // namespace
