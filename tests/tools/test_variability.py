@@ -196,7 +196,7 @@ class PeerMatrix(unittest.TestCase):
             self.assertIn("ce_write, 256 MiB (GB/s", p.stdout)
             empty = os.path.join(tmp, "none.json")
             with open(empty, "w") as f:
-                json.dump({"context": {}, "benchmarks": []}, f)
+                json.dump({"context": {"device": "NVIDIA H200"}, "benchmarks": []}, f)
             p = subprocess.run([sys.executable, os.path.join(TOOLS, "archbench_peer.py"), empty],
                                capture_output=True, text=True)
             self.assertEqual(p.returncode, 2)

@@ -6,7 +6,7 @@ missing; plain SVG pieces (document, log-log axes) live here too."""
 import math
 import os
 import sys
-from xml.sax.saxutils import escape
+from .cli import html as escape
 
 FORCE_ENV = "ARCHBENCH_CHARTS"
 

@@ -18,11 +18,11 @@ import re
 import statistics
 import sys
 from datetime import datetime
-from xml.sax.saxutils import escape
+from .cli import html as escape
 
-from . import charts
+from . import charts, cli
 from . import results as ar
-from .compare import md
+from .cli import md
 
 TYPES = ("int", "float", "double", "half")
 SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024 ** 2, "mb": 1024 ** 2,
@@ -100,11 +100,7 @@ def collect(folder, device):
     files = ar.result_files(folder)
     runs, devices = [], set()
     for path in files:
-        try:
-            context, entries = ar.read_results(path)
-        except ar.InputError as e:
-            print(f"archbench_history: skipping {e}", file=sys.stderr)
-            continue
+        context, entries = ar.read_results(path)  # a broken file is an error: nothing silently left out
         devices.add(str(context.get("device", "")))
         runs.append((context, entries))
     if device is None:
@@ -211,16 +207,17 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
-def main(argv=None):
-    """Print the history table; returns the exit code (2 on bad input)."""
+def run(argv):
+    """Print the history table; returns the exit code or raises InputError."""
     args = parse_args(argv)
-    try:
-        device, groups = collect(args.results, args.device)
-        sys.stdout.write(render(groups, args.format == "markdown"))
-        if args.plot:
-            ar.write_file(args.plot, svg_chart(groups, device))
-    except ar.InputError as e:
-        print(f"archbench_history: error: {e}", file=sys.stderr)
-        return 2
+    device, groups = collect(args.results, args.device)
+    sys.stdout.write(render(groups, args.format == "markdown"))
+    if args.plot:
+        ar.write_file(args.plot, svg_chart(groups, device))
     return 0
+
+
+def main(argv=None):
+    """The command line; returns the exit code (2 on bad input)."""
+    return cli.run("archbench_history", run, argv)
 

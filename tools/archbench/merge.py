@@ -18,6 +18,7 @@ import json
 import os
 import sys
 
+from . import cli
 from . import results as ar
 from . import variability as av
 from .results import unit_of
@@ -91,18 +92,20 @@ def parse_args(argv):
 
 
 def main(argv=None):
+    """The command line; returns the exit code (1 a failed run, 2 bad input or an unwritable output)."""
+    return cli.run("archbench_merge", run, argv)
+
+
+def run(argv):
     args = parse_args(argv)
-    try:
-        runs = read_manifest(args.manifest) if args.manifest else []
-        runs += [{"status": 0, "json": path, "tail": "", "tags": {}} for path in args.runs]
-        if not runs:
-            raise ar.InputError("nothing to merge: give results files or --manifest")
-        merged = merge(runs)
-    except ar.InputError as e:
-        print(f"archbench_merge: {e}", file=sys.stderr)
-        return 2
-    with open(args.output, "w", encoding="utf-8") as f:
-        json.dump(merged, f, indent=1)
+    runs = read_manifest(args.manifest) if args.manifest else []
+    for path in args.runs:  # named as runs that succeeded: a file that cannot be read is bad input
+        ar.read_results(path)
+    runs += [{"status": 0, "json": path, "tail": "", "tags": {}} for path in args.runs]
+    if not runs:
+        raise ar.InputError("nothing to merge: give results files or --manifest")
+    merged = merge(runs)
+    ar.write_file(args.output, json.dumps(merged, indent=1))
     ctx = merged["context"]
     for r in ctx["runs"]:
         if r.get("failed"):
@@ -112,8 +115,7 @@ def main(argv=None):
           f"{args.output}", file=sys.stderr)
     if args.report:
         report = av.variability(merged)
-        with open(args.report, "w", encoding="utf-8") as f:
-            json.dump(report, f, indent=1)
+        ar.write_file(args.report, json.dumps(report, indent=1))
         print(av.render(report))
     return 1 if ctx["failed_runs"] else 0
 

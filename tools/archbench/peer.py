@@ -15,6 +15,7 @@ import json
 import statistics
 import sys
 
+from . import cli
 from . import results as ar
 
 AXES = ("op", "src", "dst", "bytes")  # a peer benchmark's axes besides family and backend
@@ -53,20 +54,15 @@ def render(key, matrix):
     return "\n".join(lines)
 
 
-def main(argv=None):
+def run(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("results", nargs="+", help="results files or folders")
     p.add_argument("--json", help="write every matrix as JSON there")
     p.add_argument("--all-sizes", action="store_true", help="print every size, not only the largest")
     args = p.parse_args(argv)
-    try:
-        found = matrices(args.results)
-    except ar.InputError as e:
-        print(f"archbench_peer: {e}", file=sys.stderr)
-        return 2
+    found = matrices(args.results)
     if not found:
-        print("archbench_peer: no peer/cuda/... results in " + " ".join(args.results), file=sys.stderr)
-        return 2
+        raise ar.InputError("no peer/cuda/... results in " + " ".join(args.results))
     largest = {}
     for variant, size in found:
         largest[variant] = max(size, largest.get(variant, 0))
@@ -77,7 +73,11 @@ def main(argv=None):
         doc = [{"variant": v, "bytes": b, "unit": m["unit"],
                 "cells": [{"src": s, "dst": d, "value": x} for (s, d), x in sorted(m["cells"].items())]}
                for (v, b), m in sorted(found.items())]
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1)
+        ar.write_file(args.json, json.dumps(doc, indent=1))
     return 0
+
+
+def main(argv=None):
+    """The command line; returns the exit code (2 on bad input)."""
+    return cli.run("archbench_peer", run, argv)
 

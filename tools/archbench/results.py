@@ -17,6 +17,8 @@ import re
 import statistics
 from dataclasses import dataclass, field
 
+from .cli import InputError
+
 SCHEMA_VERSION = 2
 SUFFIX = "/manual_time"
 TIME_TO_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
@@ -29,8 +31,9 @@ POSITIONAL_DEFAULT = ("op", "type", "variant")
 RATE_COST = {"flop_per_s": "flops", "op_per_s": "int_ops", "byte_per_s": "bytes", "call_per_s": "calls"}
 
 
-class InputError(Exception):
-    """A results file that cannot be used; the message names the file."""
+ARCHBENCH_KEYS = ("schema_version", "archbench_version", "device")  # a context has one: archbench wrote it
+STRING_FIELDS = ("name", "run_name", "run_type", "aggregate_name", "error_message", "name_format", "baseline",
+                 "relation")
 
 
 @dataclass
@@ -41,6 +44,8 @@ class Bench:
     cvs: dict = field(default_factory=dict)          # metric -> [value] from cv aggregates
     error: str = ""
     axes: dict = field(default_factory=dict)         # the benchmark's axes (family, backend, op, ...)
+    costs: dict = field(default_factory=dict)        # cost key -> [work per launch] of its rows
+    runs: dict = field(default_factory=dict)         # metric -> [median of each file] (load_side)
 
 
 def is_higher_better(metric):
@@ -146,10 +151,12 @@ def read_results(path):
             or not isinstance(data.get("context"), dict):
         raise InputError(f"{path}: not a Google Benchmark results file (needs a \"context\" object "
                          f"and a \"benchmarks\" list)")
-    for i, entry in enumerate(data["benchmarks"]):
-        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"]:
-            raise InputError(f"{path}: benchmark entry {i} has no name")
     context, entries = data["context"], data["benchmarks"]
+    if not any(key in context for key in ARCHBENCH_KEYS):
+        raise InputError(f"{path}: a Google Benchmark file from another program (its context has none of "
+                         f"{', '.join(ARCHBENCH_KEYS)}), not archbench results")
+    for i, entry in enumerate(entries):
+        check_entry(path, i, entry)
     if schema_version(path, context) == 1:
         context = dict(context, schema_version=str(SCHEMA_VERSION), converted_from_schema="1")
         entries = [convert_v1(e) for e in entries]
@@ -160,6 +167,41 @@ def read_results(path):
                                  f"or \"name_format\" (schema 2)")
         derive_relations(entries)
     return context, entries
+
+
+def check_entry(path, i, entry):
+    """Raise InputError unless the fields the tools read have their types (numbers may be NaN)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or not entry["name"]:
+        raise InputError(f"{path}: benchmark entry {i} has no name")
+    where = f"{path}: benchmark entry {i}"
+    for key, value in entry.items():
+        if key in STRING_FIELDS:
+            want = "a string"
+            ok = isinstance(value, str)
+        elif key == "real_time" or is_metric(key) or is_energy(key):
+            want = "a number"
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        elif key == "time_unit":
+            want = "one of " + ", ".join(TIME_TO_NS)
+            ok = value in TIME_TO_NS if isinstance(value, str) else False
+        elif key == "error_occurred":
+            want, ok = "true or false", isinstance(value, bool)
+        elif key == "axes":
+            want = "an object of strings and numbers"
+            ok = isinstance(value, dict) and all(isinstance(v, (str, int, float)) for v in value.values())
+        elif key == "cost":
+            want = "an object of numbers"
+            ok = isinstance(value, dict) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                 for v in value.values())
+        else:
+            continue
+        if not ok:
+            raise InputError(f"{where}: \"{key}\" is {type(value).__name__} {json.dumps(value)[:40]}, not {want}")
+    if "name_format" in entry and isinstance(entry.get("axes"), dict):
+        try:
+            name_of(entry)
+        except (KeyError, IndexError, ValueError, AttributeError) as e:
+            raise InputError(f"{where}: name_format does not fit its axes ({type(e).__name__}: {e})") from None
 
 
 def load(path):
@@ -307,6 +349,10 @@ def add_entries(benches, entries, energy=False):
             target = bench.cvs
         else:
             continue
+        if target is not bench.cvs and isinstance(entry.get("cost"), dict):
+            for key, value in entry["cost"].items():
+                if number(value) is not None:
+                    bench.costs.setdefault(key, []).append(number(value))
         metrics = entry_metrics(entry)
         if target is bench.cvs and "real_time" in metrics:  # a cv is a plain fraction, not a time
             metrics["real_time"] = number(entry["real_time"])
@@ -325,8 +371,28 @@ def load_side(path):
             values = context.setdefault(key, [])
             if value not in values:
                 values.append(value)
-        add_entries(benches, entries)
+        one = {}
+        add_entries(one, entries)
+        for name, part in one.items():
+            merge_bench(benches.setdefault(name, Bench()), part)
     return context, benches
+
+
+def merge_bench(bench, part):
+    """Add one file's Bench to the side's, keeping that file's median of each metric in runs."""
+    bench.axes = bench.axes or part.axes
+    bench.error = bench.error or part.error
+    for mine, theirs in ((bench.samples, part.samples), (bench.medians, part.medians), (bench.cvs, part.cvs),
+                         (bench.costs, part.costs)):
+        for key, values in theirs.items():
+            mine.setdefault(key, []).extend(values)
+    for metric in values_of_keys(part):
+        bench.runs.setdefault(metric, []).append(statistics.median(values_of(part, metric)))
+
+
+def cost_of(bench):
+    """The benchmark's work per launch: {key: median over its rows}."""
+    return {key: statistics.median(values) for key, values in bench.costs.items() if values}
 
 
 def values_of(bench, metric):

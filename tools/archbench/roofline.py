@@ -52,9 +52,9 @@ import os
 import re
 import statistics
 import sys
-from xml.sax.saxutils import escape
+from .cli import html as escape
 
-from . import charts
+from . import charts, cli
 from .charts import si
 
 from . import results as ar
@@ -720,53 +720,54 @@ def parse_args(argv):
 
 
 def main(argv=None):
+    """The command line; returns the exit code (2 on bad input)."""
+    return cli.run(TOOL, run, argv)
+
+
+def run(argv):
     """Build the models, print them, write the charts and JSON; returns the exit code."""
     args = parse_args(argv)
     notes = []
-    try:
-        device, context, benches, files, cache_bytes = load(args.results)
-        compute, tensor = compute_peaks(benches)
-        if not compute:
-            notes.append("no compute family peaks (compute/*/mad|add|mul/<type><width>)")
-        bw = bandwidths(benches, args.tolerance, cache_bytes, notes)
-        textbook = textbook_peaks(device, dict(args.peak), notes)
-        clock = context.get("max_clock_mhz")
-        if textbook and clock and "1980" in textbook["source"] and str(clock) != "1980":
-            notes.append(f"the textbook peaks are at 1980 MHz; the device reports max_clock_mhz {clock}")
-        model = models(device, compute, bw, textbook, args.tolerance)
-        points = points_of(benches)
-        level = cache_level_for(bw, args.cache_level, notes)
-        checks, acceptance = roof_check(points, compute, bw, level, notes)
-        if args.precision not in compute:
-            notes.append(f"no {args.precision} compute peak: the chart has no measured compute ceiling")
-        title = args.title or f"roofline of {device} ({args.precision})"
-        why = write_chart(args.svg, model, bw, points, args.precision, title)
-        if why:
-            raise ar.InputError(why)
-        notes.append(f"wrote {args.svg}")
-        png = args.png or os.path.splitext(args.svg)[0] + ".png"
-        why = write_png(png, model, bw, points, args.precision, title)
-        notes.append(f"no PNG written: {why}" if why else f"wrote {png}")
-        energy = [p for p in points if p["flop_per_joule"]]
-        if args.energy_svg:
-            if energy:
-                ar.write_file(args.energy_svg, energy_svg(points, compute_energy(benches),
-                                                          f"energy roofline of {device}"))
-                notes.append(f"wrote {args.energy_svg} ({len(energy)} points)")
-            else:
-                notes.append("no energy roofline: no benchmark has flop_per_joule with flop_per_s and byte_per_s")
-        elif not energy:
-            notes.append("no energy counters with flop_per_s and byte_per_s: no energy roofline")
-        if args.json:
-            doc = dict(model, files=files, precision=args.precision, compute=compute, tensor=tensor,
-                       bandwidth=bw, points=points, roof_check=checks, acceptance=acceptance,
-                       energy_compute=compute_energy(benches), notes=notes)
-            ar.write_file(args.json, json.dumps(doc, indent=1) + "\n")
-            notes.append(f"wrote {args.json}")
-        sys.stdout.write(report(device, files, compute, tensor, bw, model, checks, acceptance,
-                                args.precision, args.tolerance, notes))
-    except ar.InputError as e:
-        print(f"{TOOL}: error: {e}", file=sys.stderr)
-        return 2
+    device, context, benches, files, cache_bytes = load(args.results)
+    compute, tensor = compute_peaks(benches)
+    if not compute:
+        notes.append("no compute family peaks (compute/*/mad|add|mul/<type><width>)")
+    bw = bandwidths(benches, args.tolerance, cache_bytes, notes)
+    textbook = textbook_peaks(device, dict(args.peak), notes)
+    clock = context.get("max_clock_mhz")
+    if textbook and clock and "1980" in textbook["source"] and str(clock) != "1980":
+        notes.append(f"the textbook peaks are at 1980 MHz; the device reports max_clock_mhz {clock}")
+    model = models(device, compute, bw, textbook, args.tolerance)
+    points = points_of(benches)
+    level = cache_level_for(bw, args.cache_level, notes)
+    checks, acceptance = roof_check(points, compute, bw, level, notes)
+    if args.precision not in compute:
+        notes.append(f"no {args.precision} compute peak: the chart has no measured compute ceiling")
+    title = args.title or f"roofline of {device} ({args.precision})"
+    why = write_chart(args.svg, model, bw, points, args.precision, title)
+    if why:
+        raise ar.InputError(why)
+    notes.append(f"wrote {args.svg}")
+    png = args.png or os.path.splitext(args.svg)[0] + ".png"
+    why = write_png(png, model, bw, points, args.precision, title)
+    notes.append(f"no PNG written: {why}" if why else f"wrote {png}")
+    energy = [p for p in points if p["flop_per_joule"]]
+    if args.energy_svg:
+        if energy:
+            ar.write_file(args.energy_svg, energy_svg(points, compute_energy(benches),
+                                                      f"energy roofline of {device}"))
+            notes.append(f"wrote {args.energy_svg} ({len(energy)} points)")
+        else:
+            notes.append("no energy roofline: no benchmark has flop_per_joule with flop_per_s and byte_per_s")
+    elif not energy:
+        notes.append("no energy counters with flop_per_s and byte_per_s: no energy roofline")
+    if args.json:
+        doc = dict(model, files=files, precision=args.precision, compute=compute, tensor=tensor,
+                   bandwidth=bw, points=points, roof_check=checks, acceptance=acceptance,
+                   energy_compute=compute_energy(benches), notes=notes)
+        ar.write_file(args.json, json.dumps(doc, indent=1) + "\n")
+        notes.append(f"wrote {args.json}")
+    sys.stdout.write(report(device, files, compute, tensor, bw, model, checks, acceptance,
+                            args.precision, args.tolerance, notes))
     return 0
 

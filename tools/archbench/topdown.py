@@ -25,14 +25,16 @@ import sys
 import tempfile
 import time
 
+from . import cli
+from .cli import InputError
 from .trace import find_lib as find_tracer_lib
 
 LEVEL1 = ["retire", "divergence", "frontend", "backend"]
 LEVEL2 = ["branch", "replay", "fetch", "decode", "memory_bound", "core_bound"]
 
 
-class BadFile(Exception):
-    pass
+class BadFile(InputError):
+    """A raw file that is not the injection's records (the message names file and line)."""
 
 
 def find_lib(given):
@@ -44,7 +46,7 @@ def find_lib(given):
     found = find_tracer_lib("libarchbench_topdown.so", None, env=None)
     if found:
         return found
-    raise SystemExit("archbench_topdown: libarchbench_topdown.so not found (build the target archbench_topdown, "
+    raise InputError("libarchbench_topdown.so not found (build the target archbench_topdown, "
                      "or pass --lib / set ARCHBENCH_TOPDOWN_LIB)")
 
 
@@ -71,7 +73,7 @@ def timed(cmd, env):
     try:
         rc = subprocess.call(cmd, env=env)
     except FileNotFoundError:
-        raise SystemExit(f"archbench_topdown: no such program: {cmd[0]}")
+        raise InputError(f"no such program: {cmd[0]}")
     return rc, time.monotonic() - start
 
 
@@ -79,20 +81,22 @@ def load(path):
     """The raw records, by type; a malformed line is an error naming the file and line."""
     recs = {"process": [], "profiler": [], "kernel": [], "error": [], "end": []}
     try:
-        f = open(path)
+        with open(path, encoding="utf-8") as f:
+            lines = f.readlines()
     except OSError as e:
         raise BadFile(f"{path}: {e.strerror}")
-    with f:
-        for no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                r = json.loads(line)
-                recs.setdefault(r["type"], []).append(r)
-                if r["type"] == "kernel":
-                    float(r["duration_ns"]), r["name"], dict(r["topdown"])
-            except (ValueError, KeyError, TypeError) as e:
-                raise BadFile(f"{path}:{no}: not a TopDown record ({e})")
+    except UnicodeDecodeError as e:
+        raise BadFile(f"{path}: not a text (UTF-8) file: {e.reason} at byte {e.start}") from None
+    for no, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+            recs.setdefault(r["type"], []).append(r)
+            if r["type"] == "kernel":
+                float(r["duration_ns"]), r["name"], dict(r["topdown"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise BadFile(f"{path}:{no}: not a TopDown record ({e})")
     if not recs["process"]:
         raise BadFile(f"{path}: no process record: not written by libarchbench_topdown.so")
     return recs
@@ -158,6 +162,11 @@ def table(rows, cols, first="kernel"):
 
 
 def main(argv=None):
+    """The command line; returns the exit code (the program's own; 2 on bad input)."""
+    return cli.run("archbench_topdown", run, argv)
+
+
+def run(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--level", type=int, choices=[1, 2, 3], default=1, help="TopDown level shown (default 1)")
     ap.add_argument("--kernel", help="profile only kernels whose name (demangled or mangled) matches this regex")
@@ -181,7 +190,7 @@ def main(argv=None):
     if cmd:
         lib = find_lib(a.lib)
         if shutil.which(cmd[0]) is None and not os.path.isfile(cmd[0]):
-            raise SystemExit(f"archbench_topdown: no such program: {cmd[0]}")
+            raise InputError(f"no such program: {cmd[0]}")
         raw = a.raw or os.path.join(tempfile.mkdtemp(prefix="archbench-topdown-"), "raw.jsonl")
         context["command"] = " ".join(cmd)
         if not a.no_native:
@@ -199,11 +208,7 @@ def main(argv=None):
         context["raw"] = raw
         if rc != 0:
             print(f"archbench_topdown: the program exited with {rc} under profiling", file=sys.stderr)
-    try:
-        recs = load(a.report or context["raw"])
-    except BadFile as e:
-        print(f"archbench_topdown: {e}", file=sys.stderr)
-        return 2
+    recs = load(a.report or context["raw"])
     for p in recs["process"][:1]:
         context["date"] = p.get("date", "")
     for p in recs["profiler"][:1]:

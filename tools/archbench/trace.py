@@ -38,11 +38,14 @@ import subprocess
 import sys
 import time
 
+from . import cli
+from .cli import InputError
+
 LIBS = {"opencl": "libarchbench_trace_opencl.so", "cuda": "libarchbench_trace_cuda.so"}
 DEVICE_TYPES = ("kernel", "copy", "map", "memset")  # records that occupy a device queue
 
 
-class TraceError(Exception):
+class TraceError(InputError):
     """A raw file that does not follow tools/analysis/trace/FORMAT.md (message names file and line)."""
 
 
@@ -76,6 +79,8 @@ def load(paths):
                 lines = f.readlines()
         except OSError as e:
             raise TraceError(f"{path}: cannot read: {e.strerror}")
+        except UnicodeDecodeError as e:
+            raise TraceError(f"{path}: not a text (UTF-8) file: {e.reason} at byte {e.start}") from None
         by_type = collections.defaultdict(list)
         table, uses = {}, []  # the file's path table; records that name a path by its id
         for n, line in enumerate(lines, 1):
@@ -627,12 +632,19 @@ def cmd_report(args):
     summary = analyse(procs, args.top)
     print_summary(summary)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(summary, f, indent=1)
+        write_json(args.json, summary, indent=1)
     if args.trace:
-        with open(args.trace, "w") as f:
-            json.dump(chrome_trace(procs), f)
+        write_json(args.trace, chrome_trace(procs))
     return 0
+
+
+def write_json(path, doc, indent=None):
+    """Write doc as JSON to path, or raise TraceError saying why not."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=indent)
+    except OSError as e:
+        raise TraceError(f"{path}: cannot write: {e.strerror or e}") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -721,16 +733,19 @@ def cmd_run(args):
         if overhead:
             summary["overhead"] = overhead
         print_summary(summary)
-        with open(os.path.join(args.out, "summary.json"), "w") as f:
-            json.dump(summary, f, indent=1)
-        with open(os.path.join(args.out, "trace.json"), "w") as f:
-            json.dump(chrome_trace(procs), f)
+        write_json(os.path.join(args.out, "summary.json"), summary, indent=1)
+        write_json(os.path.join(args.out, "trace.json"), chrome_trace(procs))
         print(f"archbench_trace.py: {args.out}/summary.json, {args.out}/trace.json (open in https://ui.perfetto.dev)",
               file=sys.stderr)
     return rc
 
 
 def main(argv=None):
+    """The command line; returns the exit code (the program's own for run; 2 on bad input)."""
+    return cli.run("archbench_trace", run, argv)
+
+
+def run(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n", 1)[1])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -753,15 +768,11 @@ def main(argv=None):
     p.add_argument("--no-symbolize", action="store_true",
                    help="leave the program's own frames as prog+0xOFFSET (default: named with addr2line when found)")
     args = ap.parse_args(argv)
-    try:
-        if args.cmd == "run":
-            if args.program and args.program[0] == "--":
-                args.program = args.program[1:]
-            if args.repeat < 1:
-                ap.error("--repeat must be at least 1")
-            return cmd_run(args)
-        return cmd_report(args)
-    except TraceError as e:
-        print(f"archbench_trace.py: {e}", file=sys.stderr)
-        return 2
+    if args.cmd == "run":
+        if args.program and args.program[0] == "--":
+            args.program = args.program[1:]
+        if args.repeat < 1:
+            ap.error("--repeat must be at least 1")
+        return cmd_run(args)
+    return cmd_report(args)
 

@@ -11,7 +11,8 @@ any difference an outlier (so an outlier is always more than about 5% off the me
 that is a slow outlier (a lower rate, a longer time) on at least --min-share of its tested
 benchmarks (and two of them, where more than one was tested) is "a slow GPU", with the
 evidence; a host all of whose GPUs are slow, where there are several hosts, is "a slow node".
-Runs that failed are listed. Exit: 0 nothing flagged, 1 a slow GPU or a failed run, 2 bad input.
+Runs that failed are listed. Exit: 0 nothing flagged, 4 a slow GPU, 1 a failed run (and no slow GPU), 2 bad input
+(including no benchmark measured on two GPUs).
 Standard library only.
 """
 
@@ -20,6 +21,7 @@ import json
 import statistics
 import sys
 
+from . import cli
 from . import results as ar
 from .results import unit_of
 from .stats import MAD_FLOOR, outliers
@@ -129,7 +131,7 @@ def render(report):
     return "\n".join(lines)
 
 
-def main(argv=None):
+def run(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("merged", help="merged results (tools/archbench_merge.py)")
     p.add_argument("--json", help="write the report as JSON there")
@@ -137,15 +139,19 @@ def main(argv=None):
     p.add_argument("--min-share", type=float, default=0.25,
                    help="share of its benchmarks on which a GPU must be a slow outlier to be flagged")
     args = p.parse_args(argv)
-    try:
-        ctx, entries = ar.read_results(args.merged)
-        report = variability({"context": ctx, "benchmarks": entries}, args.threshold, args.min_share)
-    except ar.InputError as e:
-        print(f"archbench_variability: {e}", file=sys.stderr)
-        return 2
+    ctx, entries = ar.read_results(args.merged)
+    report = variability({"context": ctx, "benchmarks": entries}, args.threshold, args.min_share)
+    if not report["per_benchmark"] and not report["failed_runs"]:
+        raise ar.InputError(f"{args.merged}: no benchmark was measured on two GPUs or more: nothing was compared")
     print(render(report))
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(report, f, indent=1)
-    return 1 if report["slow_gpus"] or report["failed_runs"] else 0
+        ar.write_file(args.json, json.dumps(report, indent=1))
+    if report["slow_gpus"]:
+        return cli.EXIT_SLOW_GPU
+    return cli.EXIT_FAILED if report["failed_runs"] else cli.EXIT_OK
+
+
+def main(argv=None):
+    """The command line; returns the exit code (4 a slow GPU, 1 a failed run, 2 bad input)."""
+    return cli.run("archbench_variability", run, argv)
 

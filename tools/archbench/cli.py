@@ -1,0 +1,105 @@
+"""What every tool shares at its edges: the exit codes, the one-line error, and the escaping of
+untrusted text (benchmark names, context values, trace records) for each place it is shown.
+
+Exit codes of the tools (README, "Exit codes"): 0 done, nothing flagged; 1 a run listed in the
+input failed (merge, variability), or an internal error of the tool (a bug: --debug shows the
+traceback); 2 bad input (a malformed, truncated, non-UTF-8 or foreign file, wrong field types,
+nothing to compare, an output that cannot be written); 3 a regression found (compare); 4 a slow
+GPU found (variability). No crash exits 3 or 4.
+"""
+
+import re
+import sys
+import traceback
+import unicodedata
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_REGRESSION, EXIT_SLOW_GPU = 0, 1, 2, 3, 4
+
+
+class InputError(Exception):
+    """Input a tool cannot use (a file, a field, an argument); the message names the file."""
+
+
+# ---------------------------------------------------------------- escaping, one helper per target
+
+def _escaped(ch):
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def term(text, keep=""):
+    """Text for a terminal: every control or format character (ESC, CR, newline, bidi overrides)
+    shown as a visible escape (\\x1b), except those in keep."""
+    return "".join(_escaped(c) if c not in keep and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c
+                   for c in str(text))
+
+
+MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+\-!|~&$])")
+
+
+def md(text):
+    """Text for GitHub Markdown (a table cell, a list item): control characters and newlines as
+    visible escapes, and every character Markdown or its HTML would act on backslash-escaped."""
+    return MD_SPECIAL.sub(r"\\\1", term(text))
+
+
+def html(text):
+    """Text for HTML, SVG and XML (element text or a quoted attribute)."""
+    return term(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") \
+        .replace('"', "&quot;").replace("'", "&#39;")
+
+
+class TerminalStream:
+    """A text stream that lets no control character but newline and tab through (the net under
+    every print of a tool: names reach many f-strings)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        return self._stream.write(term(text, keep="\n\t"))
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+# ---------------------------------------------------------------- running a tool
+
+def run(tool, main, argv=None):
+    """Run main(argv) as the tool's command line: returns its exit code; failures become one line
+    on stderr ("tool: what") and exit 2 (bad input) or 1 (internal error); --debug (before any
+    "--") adds the traceback."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    head = argv[:argv.index("--")] if "--" in argv else argv
+    debug = "--debug" in head
+    if debug:
+        argv.remove("--debug")
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = TerminalStream(sys.stdout), TerminalStream(sys.stderr)
+    try:
+        return main(argv)
+    except KeyboardInterrupt:
+        return fail(tool, "interrupted", debug, 130)
+    except InputError as e:
+        return fail(tool, str(e), debug, EXIT_BAD_INPUT)
+    except UnicodeDecodeError as e:
+        return fail(tool, f"not a text (UTF-8) input: {e.reason} at byte {e.start}", debug, EXIT_BAD_INPUT)
+    except OSError as e:  # an output that cannot be written, an input that cannot be read
+        where = f"{e.filename}: " if e.filename else ""
+        return fail(tool, f"{where}{e.strerror or e}", debug, EXIT_BAD_INPUT)
+    except RecursionError:
+        return fail(tool, "input nested too deeply", debug, EXIT_BAD_INPUT)
+    except Exception as e:  # a bug of the tool: never a code that means a finding
+        return fail(tool, f"internal error: {type(e).__name__}: {e}" + ("" if debug else " (--debug shows where)"),
+                    debug, EXIT_FAILED)
+    finally:
+        sys.stdout.flush()
+        sys.stdout, sys.stderr = saved
+
+
+def fail(tool, message, debug, code):
+    """Print the one line (after the traceback with --debug); returns code."""
+    if debug:
+        traceback.print_exc()
+    print(f"{tool}: {' '.join(str(message).split())}", file=sys.stderr)
+    return code
