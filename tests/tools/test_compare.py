@@ -123,10 +123,11 @@ class CompareTest(unittest.TestCase):
         a = write_results(self.path("a.json"), standard(seed=1))
         b = write_results(self.path("b.json"), standard(scale_mad=1.2, seed=2))
         code, out, err = run(COMPARE, a, b)
-        self.assertEqual(code, 1, out + err)
+        self.assertEqual(code, 3, out + err)
         lines = [ln for ln in out.splitlines() if ln.startswith(MAD)]
         self.assertTrue(any("real_time" in ln and "regression" in ln for ln in lines), out)
-        self.assertTrue(any(re.search(r"flop_per_s .* -1[5-9]\.\d% .* regression$", ln) for ln in lines), out)
+        self.assertTrue(any(re.search(r"flop_per_s .* -1[5-9]\.\d% .* regression \(p < 0.05\)$", ln) for ln in lines),
+                        out)
         self.assertIn("1 regression(s)", out)
         self.assertIn("0.00794", out)  # exact p for 5 vs 5 fully separated samples
         self.assertNotIn("/manual_time", out)
@@ -160,8 +161,8 @@ class CompareTest(unittest.TestCase):
         a = write_results(self.path("a.json"), bench_rows(MAD, 1000.0, {"flop_per_s": 2e13}, reps=1))
         b = write_results(self.path("b.json"), bench_rows(MAD, 1300.0, {"flop_per_s": 2e13 / 1.3}, reps=1))
         code, out, err = run(COMPARE, a, b)
-        self.assertEqual(code, 1, out + err)
-        self.assertIn("regression (no-stats)", out)
+        self.assertEqual(code, 3, out + err)
+        self.assertIn("regression (huge change, few repetitions)", out)
 
     def test_aggregates_only_use_median(self):
         rows = [r for r in standard() if r["run_type"] == "aggregate"]
@@ -169,8 +170,8 @@ class CompareTest(unittest.TestCase):
         a = write_results(self.path("a.json"), rows)
         b = write_results(self.path("b.json"), slow)
         code, out, err = run(COMPARE, a, b)
-        self.assertEqual(code, 1, out + err)
-        self.assertIn("no-stats", out)
+        self.assertEqual(code, 3, out + err)
+        self.assertIn("few repetitions", out)
 
     def test_missing_new_skipped(self):
         a = write_results(self.path("a.json"), standard() + bench_rows("compute/opencl/add/int", 10.0, {"op_per_s": 1e12})
@@ -201,7 +202,7 @@ class CompareTest(unittest.TestCase):
         write_results(self.path("new/y/two.json"), mad_iters[3:] + bench_rows(TRIAD, 5000.0, {"byte_per_s": 3e12}))
         write_results(self.path("base/all.json"), standard(seed=6))
         code, out, err = run(COMPARE, self.path("base"), self.path("new"))
-        self.assertEqual(code, 1, out + err)
+        self.assertEqual(code, 3, out + err)
         self.assertIn("0.00794", out)  # all 5 repetitions were merged
         _, benches = results.load_side(self.path("new"))
         self.assertEqual(len(benches[MAD].samples["real_time"]), 5)
@@ -211,14 +212,15 @@ class CompareTest(unittest.TestCase):
         b = write_results(self.path("b.json"), standard(scale_mad=1.2, seed=2), driver_version="555.42")
         md = self.path("report.md")
         code, out, err = run(COMPARE, a, b, "--markdown", md)
-        self.assertEqual(code, 1, out + err)
+        self.assertEqual(code, 3, out + err)
         with open(md) as f:
             text = f.read()
-        self.assertIn("| benchmark | metric | base median | new median | change | p-value | verdict |", text)
-        self.assertIn(f"| {MAD} | real_time |", text)
-        self.assertIn("`driver_version`: 550.54 -> 555.42", text)
+        self.assertIn("| benchmark | metric | base median | new median | change | noise band | p-value | verdict |",
+                      text)
+        self.assertIn(f"| {MAD} | real\\_time |", text)
+        self.assertIn("- driver\\_version: 550.54 -> 555.42", text)
         code, out2, _ = run(COMPARE, a, b, "--format", "markdown")
-        self.assertEqual(code, 1)
+        self.assertEqual(code, 3)
         self.assertEqual(out2, text)
 
     def test_filter(self):
@@ -266,6 +268,122 @@ class CompareTest(unittest.TestCase):
         self.assertBadInput(*run(COMPARE, a, binary), binary)
         os.makedirs(self.path("empty"))
         self.assertBadInput(*run(COMPARE, a, self.path("empty")), "no *.json")
+
+
+class BelievableTest(unittest.TestCase):
+    """Issue 23: verdicts that say what the data can tell, definitions, invalid times, escaping."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.path = lambda name: os.path.join(self.tmp.name, name)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_three_repetitions_2x_is_flagged(self):
+        a = write_results(self.path("a.json"), standard(reps=3, seed=1))
+        b = write_results(self.path("b.json"), standard(scale_mad=2.0, reps=3, seed=2))
+        code, out, err = run(COMPARE, a, b)
+        self.assertEqual(code, 3, out + err)
+        self.assertIn("regression (huge change, few repetitions)", out)
+
+    def test_three_repetitions_small_change_says_it_cannot_tell(self):
+        a = write_results(self.path("a.json"), standard(reps=3, seed=1, cv=0.003))
+        b = write_results(self.path("b.json"), standard(scale_mad=1.08, reps=3, seed=2, cv=0.003))
+        code, out, err = run(COMPARE, a, b)
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("undecided (not enough repetitions to tell)", out)
+        self.assertIn("1 benchmark(s): not enough repetitions to tell", out)
+        self.assertIn("1 unchanged, 1 undecided", out)
+
+    def test_noise_runs_widen_the_band(self):
+        # Tight repetitions, but repeated runs of the base build differ by 10%: a 15% change is noise.
+        for i, scale in enumerate((1.0, 1.1, 0.95)):
+            write_results(self.path(f"noise/run{i}.json"), standard(scale_mad=scale, seed=10 + i, cv=0.002))
+        a = write_results(self.path("a.json"), standard(seed=1, cv=0.002))
+        b = write_results(self.path("b.json"), standard(scale_mad=1.15, seed=2, cv=0.002))
+        self.assertEqual(run(COMPARE, a, b)[0], 3)
+        code, out, err = run(COMPARE, a, b, "--noise", self.path("noise"))
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("0 regression(s)", out)
+
+    def test_definition_change_is_not_a_regression(self):
+        # Schema 2: the cost per launch is in the file (here the mad benchmark does twice the work).
+        def schema2(rows, flops):
+            for r in rows:
+                name = r["run_name"][: -len("/manual_time")]
+                r.update(axes={"family": name.split("/")[0], "backend": "opencl"}, name_format=name,
+                         cost={"flops": flops if name == MAD else 0, "bytes": 1e6})
+            return rows
+        a = write_results(self.path("a.json"), schema2(standard(seed=1), 2e7), schema_version="2")
+        b = write_results(self.path("b.json"), schema2(standard(scale_mad=2.0, seed=2), 4e7), schema_version="2")
+        code, out, err = run(COMPARE, a, b)
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("definition changed (cost per launch differs: not compared):\n  " + MAD + ": flops 2e+07 -> 4e+07",
+                      out)
+        self.assertIn("0 regression(s)", out)
+
+    def test_schema1_recovered_cost_change_is_a_definition_change(self):
+        # The same time, twice the op_per_s: archbench counted twice the work (a cost-model change).
+        a = write_results(self.path("a.json"), bench_rows("compute/opencl/add/int", 1000.0, {"op_per_s": 1e12})
+                          + standard(seed=1))
+        b = write_results(self.path("b.json"), bench_rows("compute/opencl/add/int", 1000.0, {"op_per_s": 2e12})
+                          + standard(seed=2), archbench_version="0.2.0")
+        code, out, err = run(COMPARE, a, b)
+        self.assertEqual(code, 0, out + err)
+        self.assertIn("compute/opencl/add/int: int_ops", out)
+        self.assertIn("0 regression(s), 0 improvement(s)", out)
+
+    def test_zero_time_is_an_error_not_two_verdicts(self):
+        zero = bench_rows("compute/opencl/add/int", 0.0, {}, reps=3)
+        a = write_results(self.path("a.json"), standard(seed=1) + bench_rows("compute/opencl/add/int", 10.0, {}, reps=3))
+        b = write_results(self.path("b.json"), standard(seed=2) + zero)
+        code, out, err = run(COMPARE, a, b)
+        self.assertEqual(code, 2, out + err)
+        self.assertIn("compute/opencl/add/int: new: a time of 0 ns", out)
+        self.assertIn("0 regression(s), 0 improvement(s)", out)
+        self.assertEqual(len(err.strip().splitlines()), 1, err)
+
+    def test_nothing_in_common_or_all_nan_is_an_error(self):
+        a = write_results(self.path("a.json"), bench_rows(MAD, 1000.0, {}))
+        b = write_results(self.path("b.json"), bench_rows(TRIAD, 1000.0, {}))
+        code, out, err = run(COMPARE, a, b)
+        self.assertEqual(code, 2, out + err)
+        self.assertIn("nothing was compared", err)
+        nan = [dict(r, real_time=float("nan"), flop_per_s=float("nan")) for r in bench_rows(MAD, 1000.0, {"flop_per_s": 1.0})]
+        c = write_results(self.path("c.json"), nan)
+        code, out, err = run(COMPARE, c, c)
+        self.assertEqual(code, 2, out + err)
+        self.assertIn("nothing was compared", err)
+
+    def test_foreign_google_benchmark_file(self):
+        a = write_results(self.path("a.json"), standard())
+        other = self.path("other.json")
+        with open(other, "w") as f:
+            json.dump({"context": {"date": "x", "host_name": "h", "executable": "./bench"},
+                       "benchmarks": bench_rows("BM_memcpy/8", 10.0, {})}, f)
+        code, out, err = run(COMPARE, other, a)
+        self.assertEqual(code, 2, out + err)
+        self.assertIn("another program", err)
+
+    def test_names_stay_text(self):
+        evil = "compute/opencl/mad/x\x1b[31mRED`|\n| fake | row |<img src=x>$y$"
+        a = write_results(self.path("a.json"), bench_rows(evil, 1000.0, {}, reps=3, seed=1),
+                          driver_version="1\x1b[2J`x`")
+        b = write_results(self.path("b.json"), bench_rows(evil, 3000.0, {}, reps=3, seed=2), driver_version="2")
+        md = self.path("r.md")
+        code, out, err = run(COMPARE, a, b, "--markdown", md)
+        self.assertEqual(code, 3, out + err)
+        self.assertNotIn("\x1b", out + err)
+        self.assertIn("x\\x1b[31mRED", out)
+        with open(md) as f:
+            text = f.read()
+        self.assertNotIn("\x1b", text)
+        row = next(line for line in text.splitlines() if "RED" in line)
+        self.assertEqual(row.count("|") - row.count("\\|"), 9, row)  # 8 cells: no pipe of the name splits it
+        self.assertNotIn("\n| fake", text)
+        self.assertIn("\\`", row)
+        self.assertIn("\\<img", row)
 
 
 class HistoryTest(unittest.TestCase):

@@ -77,3 +77,16 @@ def outliers(values, threshold):
         return {}
     z = {u: MAD_SCALE * (x - med) / mad for u, x in values.items()}
     return {u: v for u, v in z.items() if abs(v) > threshold}
+
+
+def relative_spread(values):
+    """The relative spread of positive values: exp(standard deviation of their logarithms) - 1, the
+    multiplicative noise of times and rates (0 for fewer than two, or a value not positive)."""
+    if len(values) < 2 or min(values) <= 0:
+        return 0.0
+    return math.expm1(statistics.stdev(math.log(v) for v in values))
+
+
+def min_p(n1, n2):
+    """The smallest two-sided p-value the exact U test can give for n1 vs n2 samples."""
+    return min(1.0, 2 / math.comb(n1 + n2, n1))
