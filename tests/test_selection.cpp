@@ -54,6 +54,9 @@ TEST(Selection, UnknownSelectorsSayWhy) {
   EXPECT_NE(error.find("no device matches"), std::string::npos) << error;
   EXPECT_EQ(select_device(kCpuThenGpus, "7", error), -1);
   EXPECT_NE(error.find("out of range"), std::string::npos) << error;
+  // Beyond any integer: an answer, not an exception.
+  EXPECT_EQ(select_device(kCpuThenGpus, "99999999999999999999999", error), -1);
+  EXPECT_NE(error.find("out of range"), std::string::npos) << error;
   EXPECT_EQ(select_device({dev("cpu", "opencl:0.0", false)}, "gpu", error), -1);
   EXPECT_NE(error.find("no gpu device"), std::string::npos) << error;
   EXPECT_EQ(select_device({}, "", error), -1);
