@@ -161,12 +161,16 @@ class CompareTest(unittest.TestCase):
         a = write_results(self.path("a.json"), bench_rows(MAD, 1000.0, {"flop_per_s": 2e13}, reps=1))
         b = write_results(self.path("b.json"), bench_rows(MAD, 1300.0, {"flop_per_s": 2e13 / 1.3}, reps=1))
         code, out, err = run(COMPARE, a, b)
+        self.assertEqual(code, 0, out + err)  # one repetition, no noise record: 30% cannot be told from noise
+        self.assertIn("undecided (not enough repetitions to tell)", out)
+        c = write_results(self.path("c.json"), bench_rows(MAD, 2000.0, {"flop_per_s": 1e13}, reps=1))
+        code, out, err = run(COMPARE, a, c)
         self.assertEqual(code, 3, out + err)
         self.assertIn("regression (huge change, few repetitions)", out)
 
     def test_aggregates_only_use_median(self):
         rows = [r for r in standard() if r["run_type"] == "aggregate"]
-        slow = [r for r in standard(scale_mad=1.3) if r["run_type"] == "aggregate"]
+        slow = [r for r in standard(scale_mad=1.6) if r["run_type"] == "aggregate"]
         a = write_results(self.path("a.json"), rows)
         b = write_results(self.path("b.json"), slow)
         code, out, err = run(COMPARE, a, b)

@@ -1,22 +1,24 @@
 """Compare two sets of archbench (Google Benchmark JSON) results and flag regressions.
 
 Usage: archbench_compare.py BASE NEW [--noise RUNS] [--alpha 0.05] [--min-effect 0.05] [--noise-factor 3]
-                            [--huge-factor 3] [--huge-min 0.1] [--markdown FILE] [--format console|markdown]
+                            [--huge-factor 3] [--huge-min 0.5] [--markdown FILE] [--format console|markdown]
                             [--filter REGEX]
 
-BASE and NEW are result files or folders (every *.json below, merged). The noise model: a metric's
-noise is the largest relative spread known for it: the standard deviation over median of each
-side's repetitions, and the spread of the per-file medians of repeated runs of one build (BASE's
-files when it is a folder of several runs, and --noise RUNS, e.g. two or more --record runs kept
-with the baseline). The noise band is max(--min-effect, --noise-factor x noise). A change of
-medians inside the band is "unchanged". Outside it, a change is a regression or an improvement
-when the two-sided Mann-Whitney U test over the repetitions gives p < alpha, or, with too few
-repetitions for the test, when it is huge (beyond --huge-factor x the band and --huge-min);
-otherwise "not enough repetitions to tell" (or "not significant" when the test could decide).
-A benchmark whose cost per launch differs between the sides is "definition changed", never a
-regression; a zero or missing (NaN) time is an error for that benchmark. Exit: 0 no regression,
-3 regression found, 2 bad input (including nothing compared, or a benchmark without a valid time
-and no regression), 1 an internal error. Standard library only.
+BASE and NEW are result files or folders (every *.json below, merged). The noise model, per
+metric, on a log scale (times and rates alike): the noise is the largest relative spread known,
+exp(stdev(log x)) - 1, of each side's repetitions and of the per-run medians of repeated runs of
+one build: BASE's files when it is a folder of runs, and the noise record (--noise RUNS; by default
+the compare-noise/ folder beside a BASE file, e.g. two or more runs recorded with the baseline).
+The noise band is max(--min-effect, --noise-factor x noise, the largest ratio between the recorded
+runs' medians less one). A change of medians inside the band is "unchanged". Outside it: with a
+record of RUNS_FOR_NOISE runs or more, a regression or an improvement; without one, only where the
+two-sided Mann-Whitney U test over the repetitions gives p < alpha, or the change is huge (beyond
+--huge-factor x the band and --huge-min); otherwise "not enough repetitions to tell" (or "not
+significant" where the test could decide). A benchmark whose cost per launch differs between the
+sides is "definition changed", never a regression; a zero or missing (NaN) time is an error for
+that benchmark. Exit: 0 no regression, 3 regression found, 2 bad input (including nothing
+compared, or a benchmark without a valid time and no regression), 1 an internal error. Standard
+library only.
 """
 
 import argparse
@@ -43,16 +45,18 @@ RUNS_FOR_NOISE = 3  # repeated runs from which the run-to-run spread is a noise 
 
 
 def noise_of(metric, sides):
-    """(relative noise, known across runs): the largest spread of any side's repetitions or of the
-    per-file medians of a side of several runs (BASE as a folder of runs, the --noise runs); known
-    across runs when one side holds RUNS_FOR_NOISE runs or more."""
-    spreads, across = [0.0], False
+    """(relative noise, largest run-to-run swing): the largest spread of any side's repetitions or
+    of the per-file medians of a side of several runs (BASE as a folder of runs, the --noise runs),
+    and the largest ratio between those medians less one, where a side holds RUNS_FOR_NOISE runs
+    or more (else None: the noise across runs is not known)."""
+    spreads, swing = [0.0], None
     for bench in sides:
         runs = bench.runs.get(metric) or []
         spreads += [relative_spread(bench.samples.get(metric) or []), relative_spread(runs)]
         spreads += bench.cvs.get(metric) or []
-        across = across or len(runs) >= RUNS_FOR_NOISE
-    return max(spreads), across
+        if len(runs) >= RUNS_FOR_NOISE and min(runs) > 0:
+            swing = max(swing or 0.0, max(runs) / min(runs) - 1)
+    return max(spreads), swing
 
 
 def compare_metric(metric, base, new, args, noise_bench=None):
@@ -61,11 +65,12 @@ def compare_metric(metric, base, new, args, noise_bench=None):
     mb, mn = statistics.median(xs), statistics.median(ys)
     change = (mn - mb) / abs(mb)
     size = abs(math.log(mn / mb)) if mn > 0 and mb > 0 else math.inf  # times and rates alike
-    noise, across = noise_of(metric, [b for b in (base, new, noise_bench) if b is not None])
-    band = max(args.min_effect, args.noise_factor * noise)
+    noise, swing = noise_of(metric, [b for b in (base, new, noise_bench) if b is not None])
+    across = swing is not None
+    band = max(args.min_effect, args.noise_factor * noise, swing or 0.0)
     powered = len(xs) >= 2 and len(ys) >= 2 and min_p(len(xs), len(ys)) < args.alpha
     p = mann_whitney_p(xs, ys) if len(xs) >= 2 and len(ys) >= 2 else None
-    if size <= math.log1p(band):
+    if size <= math.log1p(band) + 1e-12:  # a swing the noise record holds is inside it, rounding aside
         verdict, why = "unchanged", "inside the noise"
     elif across or (powered and p < args.alpha) or size > math.log1p(max(args.huge_factor * band, args.huge_min)):
         worse = change < 0 if is_higher_better(metric) else change > 0
@@ -255,7 +260,7 @@ def parse_args(argv):
     p.add_argument("--huge-factor", type=float, default=3.0,
                    help="without enough repetitions for the U test, a change beyond this times the band "
                         "(and --huge-min) is still flagged (default 3)")
-    p.add_argument("--huge-min", type=float, default=0.10, help="see --huge-factor (default 0.10 = 10%%)")
+    p.add_argument("--huge-min", type=float, default=0.5, help="see --huge-factor (default 0.5 = 50%%)")
     p.add_argument("--markdown", metavar="FILE", help="also write the report as Markdown to FILE")
     p.add_argument("--format", choices=("console", "markdown"), default="console", help="stdout format")
     p.add_argument("--filter", metavar="REGEX", help="only benchmarks whose name matches REGEX (re.search)")
@@ -297,8 +302,10 @@ def run(argv):
 
 
 def noise_record(base):
-    """The repeated runs kept with a baseline file: compare-noise/ beside it, or None."""
-    folder = os.path.join(os.path.dirname(os.path.abspath(base)), "compare-noise")
+    """The repeated runs kept with a baseline file: compare-noise/ beside it (or holding it), or None."""
+    folder = os.path.dirname(os.path.abspath(base))
+    if os.path.basename(folder) != "compare-noise":
+        folder = os.path.join(folder, "compare-noise")
     return folder if os.path.isfile(base) and os.path.isdir(folder) else None
 
 

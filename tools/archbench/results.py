@@ -363,9 +363,9 @@ def add_entries(benches, entries, energy=False):
 
 
 def load_side(path):
-    """Read a file or folder; returns (merged context: key -> [values], name -> Bench)."""
+    """Read a file or folder (or a list of them); returns (merged context: key -> [values], name -> Bench)."""
     context, benches = {}, {}
-    for file in result_files(path):
+    for file in [f for p in ([path] if isinstance(path, str) else path) for f in result_files(p)]:
         ctx, entries = read_results(file)
         for key, value in ctx.items():
             values = context.setdefault(key, [])
