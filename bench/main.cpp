@@ -4,14 +4,17 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <deque>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "fixtures/launcher/guard.hpp"
 #include "fixtures/launcher/results.hpp"
 #include "fixtures/meters/meters.hpp"
 #include "fixtures/core/measure.hpp"
@@ -49,7 +52,12 @@ archbench options:
   --record[=SUITE]       write the JSON to results/<device>/<driver>/<SUITE>.json (SUITE
                          defaults to <backend>-<sweep>; the root is ARCHBENCH_RESULTS_ROOT
                          when set) with 5 repetitions unless given: a baseline that
-                         tools/archbench_compare.py can test for regressions
+                         tools/archbench_compare.py can test for regressions. A baseline
+                         already there is never replaced silently: once the new run is
+                         complete, the old one is kept as <SUITE>-<its archbench_version>.json
+                         (-2, -3... if that name is taken) and the new one takes its place; a
+                         run that fails to start, matches nothing or is interrupted leaves it
+                         as it was. The context records filter, sweep and repetitions.
   --energy               also measure energy (also ARCHBENCH_ENERGY=1): after each
                          workload's timed loop, its launch runs back-to-back for 3 windows
                          of at least 1 s and 50 sensor updates, read by NVML (NVIDIA) or
@@ -89,6 +97,16 @@ Defaults archbench sets unless you pass them yourself:
   --benchmark_out=results/local/archbench-<device>-<date>.json --benchmark_out_format=json
   (the folder is ARCHBENCH_RESULTS_DIR when set)
 
+Outputs: written to a temporary file and renamed when complete (SIGINT/SIGTERM leave the
+previous file as it was and no temporary behind); nothing is written when nothing ran; a run
+holds <output>.lock while it runs, so a second run aimed at the same file refuses at start.
+
+Exit status: 0 every benchmark ran or was skipped for a feature or size the device lacks;
+1 some benchmark failed (a kernel that did not build, a failed output check, an error while
+timing), or a device could not be opened, or the results could not be written; 2 bad input
+(an unknown flag, device or value, a filter that matches nothing, an output that cannot be
+written, another run writing the same output).
+
 Names are family/backend/variant/axis:value (Google Benchmark adds /manual_time; a filter
 ending in '$' still matches); pick with --benchmark_filter=REGEX, e.g.
   --benchmark_filter='compute/opencl/mad/float'   --benchmark_filter='^memory/.*/triad'
@@ -127,6 +145,16 @@ std::string timestamp() {
   return buf;
 }
 
+// Google Benchmark 1.7 aborts on a count or a time it cannot parse: they are checked first.
+bool positive_count(const std::string& v) {
+  return !v.empty() && v.size() < 10 && v.find_first_not_of("0123456789") == std::string::npos && std::stol(v) > 0;
+}
+bool seconds(const std::string& v) {  // Debian's 1.7 takes plain seconds: 0.5
+  char* end = nullptr;
+  const double s = std::strtod(v.c_str(), &end);
+  return end != v.c_str() && *end == '\0' && std::isfinite(s) && s > 0;
+}
+
 // How many registered workloads Google Benchmark's filter will run (its POSIX extended regex;
 // a leading '-' negates), for progress.
 std::size_t matching(const std::deque<ab::Workload>& workloads, std::string filter) {
@@ -142,7 +170,8 @@ std::size_t matching(const std::deque<ab::Workload>& workloads, std::string filt
   return n;
 }
 
-void add_context(const ab::DeviceInfo& d, const std::string& sweep) {
+void add_context(const ab::DeviceInfo& d, const std::string& sweep, const std::string& filter,
+                 const std::string& repetitions) {
   char host[256] = "unknown";
   gethostname(host, sizeof host - 1);
   const std::pair<const char*, std::string> facts[] = {
@@ -171,7 +200,10 @@ void add_context(const ab::DeviceInfo& d, const std::string& sweep) {
       {"bf16", d.bf16 ? "yes" : "no"},
       {"arch", d.arch},
       {"pci_bus_id", d.pci_bus_id},
+      // What was asked for: a baseline says which benchmarks it holds and how often each ran.
       {"sweep", sweep},
+      {"filter", filter},
+      {"repetitions", repetitions},
       {"cl_options", env("ARCHBENCH_CL_OPTIONS")},
       {"cuda_options", env("ARCHBENCH_CUDA_OPTIONS")},
       // Every knob that changes a workload is in the context: the compute family's chains
@@ -195,6 +227,19 @@ std::filesystem::path default_out(const ab::DeviceInfo& info, bool record, const
   // write two files.
   return record ? dir / ((suite.empty() ? info.backend + "-" + sweep : suite) + tag + ".json")
                 : dir / ("archbench-" + slug(info.name) + tag + "-" + timestamp() + "-" + std::to_string(getpid()) + ".json");
+}
+
+// Locks `out` for this run (fixtures/launcher/guard.hpp), before anything runs: an output that
+// cannot be written, or that another run is writing, is bad input (exit 2), not an hour's
+// results lost at the end. False, having said why, where it cannot.
+bool hold(std::optional<ab::OutputLock>& lock, const std::string& out) {
+  try {
+    lock.emplace(out);
+    return true;
+  } catch (const std::exception& e) {
+    std::cerr << "archbench: " << e.what() << "\n";
+    return false;
+  }
 }
 
 // --device=all: this binary again on each chosen device, one at a time, each writing its own
@@ -230,7 +275,7 @@ int run_every_device(const std::vector<ab::DeviceInfo>& devices, const std::vect
     }
     runs.push_back(std::move(r));
   }
-  const int merged = ab::merge_runs(runs, out);  // 1: some run failed, counted above
+  const int merged = ab::merge_runs(runs, out, record);  // 1: some run failed, counted above
   if (merged == 2) {
     std::cerr << "archbench: --device=all: the per-device results are kept in " << dir << "\n";
     return 1;
@@ -252,7 +297,7 @@ int main(int argc, char** argv) {
   std::string topdown = env("ARCHBENCH_TOPDOWN", "1");
   bool has_out = false, has_min_time = false, has_reps = false, has_unit = false, record = false;
   std::string out_path, out_format = "json", stdout_format = "console";
-  std::string suite;
+  std::string suite, filter, repetitions;
   std::vector<std::string> gb{args[0]};
   for (std::size_t i = 1; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -279,8 +324,22 @@ int main(int argc, char** argv) {
         continue;
       }
       has_unit |= starts_with(a, "--benchmark_time_unit=");
-      has_min_time |= starts_with(a, "--benchmark_min_time");
-      has_reps |= starts_with(a, "--benchmark_repetitions");
+      if (starts_with(a, "--benchmark_min_time=")) {
+        has_min_time = true;
+        if (!seconds(a.substr(21))) {
+          std::cerr << "archbench: --benchmark_min_time must be a number of seconds above 0 (0.5), not '"
+                    << a.substr(21) << "'\n";
+          return 2;
+        }
+      }
+      if (starts_with(a, "--benchmark_repetitions=")) {
+        has_reps = true, repetitions = a.substr(24);
+        if (!positive_count(repetitions)) {
+          std::cerr << "archbench: --benchmark_repetitions must be a whole number from 1, not '" << repetitions << "'\n";
+          return 2;
+        }
+      }
+      if (starts_with(a, "--benchmark_filter=")) filter = a.substr(19);
       listing_tests |= starts_with(a, "--benchmark_list_tests") && a != "--benchmark_list_tests=false";
       // Manual timing makes Google Benchmark append "/manual_time" to every name; let a
       // filter anchored with '$' still match the names archbench documents.
@@ -312,6 +371,13 @@ int main(int argc, char** argv) {
     std::cerr << "archbench: --sweep must be quick or full, not '" << sweep << "'\n";
     return 2;
   }
+  if (!has_reps) repetitions = record ? "5" : "3";
+  // The backends save programs there as they build them: a folder that is not there would
+  // lose them without a word, hours into a run.
+  if (const char* dump = std::getenv("ARCHBENCH_DUMP_DIR"); dump && !std::filesystem::is_directory(dump)) {
+    std::cerr << "archbench: ARCHBENCH_DUMP_DIR=" << dump << " is not a folder; make it first\n";
+    return 2;
+  }
 
   // Devices of every backend.
   std::vector<std::unique_ptr<ab::Backend>> backends = ab::backends();
@@ -339,7 +405,11 @@ int main(int argc, char** argv) {
     for (const std::string& a : args)
       if (starts_with(a, "--benchmark_out=")) out = a.substr(16);
     if (out.empty()) out = default_out(devices[chosen[0]], record, suite, sweep, "-node").string();
-    if (!help && !listing_tests) return run_every_device(devices, chosen, args, out, record, has_reps);
+    if (!help && !listing_tests) {
+      std::optional<ab::OutputLock> lock;
+      if (!hold(lock, out)) return 2;
+      return run_every_device(devices, chosen, args, out, record, has_reps);
+    }
     selector = devices[chosen[0]].selector;  // the names and options, as the first device has them
   }
 
@@ -372,7 +442,7 @@ int main(int argc, char** argv) {
             ->UseManualTime()
             ->Unit(has_unit ? benchmark::GetDefaultTimeUnit() : benchmark::kMicrosecond);
       }
-    add_context(info, sweep);
+    add_context(info, sweep, filter, repetitions);
     if (!help && !listing_tests) {
       meters.push_back(ab::make_energy_pass(info, energy));
       meters.push_back(ab::make_topdown_meter(*device, topdown[0] - '0'));
@@ -389,7 +459,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!has_min_time) gb.push_back("--benchmark_min_time=0.1");
-  if (!has_reps) gb.push_back(record ? "--benchmark_repetitions=5" : "--benchmark_repetitions=3");
+  if (!has_reps) gb.push_back("--benchmark_repetitions=" + repetitions);
 
   std::vector<char*> gb_argv;
   for (std::string& s : gb) gb_argv.push_back(s.data());
@@ -405,6 +475,9 @@ int main(int argc, char** argv) {
   // Colours for a terminal only: a log file or a parent's pipe (--device=all, MPI) gets plain text.
   o.color = isatty(STDOUT_FILENO);
   o.total = matching(workloads, benchmark::GetBenchmarkFilter());
+  o.keep_previous = record;
+  std::optional<ab::OutputLock> lock;
+  if (!o.out.empty() && !hold(lock, o.out)) return 2;
   ab::ResultsReporter reporter(o, by_name, [&meters] {
     ab::ContextLines lines;
     for (const auto& m : meters)
@@ -421,8 +494,9 @@ int main(int argc, char** argv) {
     std::cerr << "archbench: the results were not written: " << reporter.write_error() << "\n";
     return 1;
   }
+  if (!reporter.kept().empty()) std::cerr << "archbench: the previous " << o.out << " is kept as " << reporter.kept() << "\n";
   if (!o.out.empty() && ran > 0)
-    std::cerr << "archbench: " << reporter.ran() << " benchmarks, " << reporter.failed() << " skipped or failed; JSON in "
-              << o.out << "\n";
-  return 0;
+    std::cerr << "archbench: " << reporter.ran() << " benchmarks, " << reporter.skipped() << " skipped, "
+              << reporter.failed() << " failed; JSON in " << o.out << "\n";
+  return reporter.failed() ? 1 : 0;  // a skip (a feature the device lacks) is not a failure
 }
