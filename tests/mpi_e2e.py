@@ -7,7 +7,8 @@ Both ranks run one quick benchmark on the default device (PoCL's CPU in CI, whic
 ranks share). Checks that the merged file holds both ranks' results tagged by host, rank and
 device, with the variability report beside it; then that a rank given a device that does not
 exist (ARCHBENCH_MPI_DEVICES) is reported in the merged file and the report, that the other
-rank's results are still merged, and that the exit status counts the failed rank. KEEP_DIR,
+rank's results are still merged, and that the exit status is 1; and that an unwritable --out is
+refused on every rank with exit 2 before anything runs. KEEP_DIR,
 when given, receives the first run's merged file and report. Exit 77: no device here.
 """
 
@@ -91,7 +92,11 @@ def main():
         report = load(os.path.join(tmp, "failing-variability.json"))
         if [r["status"] for r in report["failed_runs"]] != [2]:
             fail(f"the report should list the failed rank: {report['failed_runs']}")
-        print("OK: 2 ranks merged and tagged; a failing rank reported, not fatal")
+        # An output that cannot be written stops every rank before anything runs: bad input.
+        p = mpirun(mpi, launcher, "/proc/no/such/merged.json", {})
+        if p.returncode != 2 or "cannot write /proc/no/such/merged.json" not in p.stdout + p.stderr:
+            fail(f"an unwritable --out should be refused with exit 2, not {p.returncode}")
+        print("OK: 2 ranks merged and tagged; a failing rank reported, not fatal; an unwritable output refused")
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
