@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ci/deps.sh
 ci/build.sh
-# The regression check first, verbosely, so that its comparison shows in the log; then the rest.
-ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -V -R '^regression$' "$@"
-ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -E '^regression$' "$@"
+# The regression check first, verbosely, so that its comparison shows in the log; then the rest,
+# whatever the first said: every test runs, and the exit status says whether any failed.
+rc=0
+ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -V -R '^regression$' "$@" || rc=1
+ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -E '^regression$' "$@" || rc=1
+exit $rc
