@@ -114,6 +114,18 @@ class BadInputsTest(unittest.TestCase):
             with self.subTest(command=what):
                 self.assertRefused(tool(*args), nowhere, what)
 
+    def test_control_characters_never_reach_the_terminal(self):
+        raw = os.path.join(self.tmp.name, "evil.jsonl")
+        with open(raw, "w") as f:
+            f.write('{"type": "process", "pid": 1, "start_ns": 0, "end_ns": 100, "command": "p"}\n'
+                    '{"type": "queue", "id": "q"}\n'
+                    '{"type": "kernel", "name": "k\\u001b[31mRED\\u202e", "queue": "q", "start_ns": 1, "end_ns": 50}\n')
+        code, out, err = tool("trace", "report", raw, "--no-symbolize")
+        self.assertEqual(code, 0, err)
+        self.assertIn("k\\x1b[31mRED\\u202e", out)
+        self.assertNotIn("\x1b", out + err)
+        self.assertNotIn("\u202e", out + err)
+
     def test_debug_shows_the_traceback(self):
         code, _, err = tool("compare", os.path.join(BAD, "truncated.json"), self.good, "--debug")
         self.assertEqual(code, 2)

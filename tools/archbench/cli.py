@@ -63,6 +63,17 @@ class TerminalStream:
         return getattr(self._stream, name)
 
 
+def read_lines(path):
+    """The lines of a UTF-8 text file, or InputError naming the file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.readlines()
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not a text (UTF-8) file: {e.reason} at byte {e.start}") from None
+
+
 # ---------------------------------------------------------------- running a tool
 
 def run(tool, main, argv=None):

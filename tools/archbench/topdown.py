@@ -80,14 +80,7 @@ def timed(cmd, env):
 def load(path):
     """The raw records, by type; a malformed line is an error naming the file and line."""
     recs = {"process": [], "profiler": [], "kernel": [], "error": [], "end": []}
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.readlines()
-    except OSError as e:
-        raise BadFile(f"{path}: {e.strerror}")
-    except UnicodeDecodeError as e:
-        raise BadFile(f"{path}: not a text (UTF-8) file: {e.reason} at byte {e.start}") from None
-    for no, line in enumerate(lines, 1):
+    for no, line in enumerate(cli.read_lines(path), 1):
         if not line.strip():
             continue
         try:

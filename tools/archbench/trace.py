@@ -74,13 +74,7 @@ def load(paths):
     """Reads raw files into one list of processes: {"process": rec, "by_type": {type: [recs]}, "file": path}."""
     procs = []
     for path in paths:
-        try:
-            with open(path, encoding="utf-8") as f:
-                lines = f.readlines()
-        except OSError as e:
-            raise TraceError(f"{path}: cannot read: {e.strerror}")
-        except UnicodeDecodeError as e:
-            raise TraceError(f"{path}: not a text (UTF-8) file: {e.reason} at byte {e.start}") from None
+        lines = cli.read_lines(path)
         by_type = collections.defaultdict(list)
         table, uses = {}, []  # the file's path table; records that name a path by its id
         for n, line in enumerate(lines, 1):
@@ -576,8 +570,8 @@ def ms(ns):
     return f"{ns / 1e6:.3f} ms"
 
 
-def print_summary(s, out=sys.stdout):
-    w = out.write
+def print_summary(s, out=None):
+    w = (out or sys.stdout).write
     for p in s["processes"]:
         w(f"process {p['pid']} ({p.get('api')}, clock: {p.get('clock')}, sampling {p.get('sample_rate_hz')} Hz): {p.get('command')}\n")
     w(f"span {ms(s['span_ns'])}; device busy {ms(s['device_busy_ns'])} ({100 * s['device_busy_ns'] / s['span_ns']:.1f}%), "
