@@ -14,6 +14,7 @@
 #include "fixtures/core/json.hpp"
 #include "fixtures/core/measure.hpp"
 #include "fixtures/launcher/results.hpp"
+#include "fixtures/meters/meters.hpp"
 
 namespace ab = archbench;
 
@@ -64,11 +65,46 @@ class FakeDevice final : public ab::Device {
     throw ab::Skip("no transfers");
   }
   void finish() override {}
+  std::unique_ptr<ab::CounterReader> counter_reader(std::string& why) override;
   int timed = 0;  // launches timed, warm-up and meters' passes included
 
  private:
   ab::DeviceInfo info_;
 };
+
+// Hardware counters as a recorded range (the values of tests/test_topdown.cpp): the TopDown
+// meter asks for its metrics, replays the launch, and turns the values into td_* counters.
+class FakeReader final : public ab::CounterReader {
+ public:
+  std::vector<std::string> base_metrics() const override {
+    std::vector<std::string> names;
+    for (const auto& [k, v] : values()) names.push_back(k.substr(0, k.rfind('.')));
+    return names;
+  }
+  std::size_t schedule(const std::vector<std::string>& metrics) override {
+    scheduled = metrics;
+    return 3;
+  }
+  std::map<std::string, double> read(const std::vector<std::string>& metrics, const std::string&,
+                                     const std::function<void()>& launch) override {
+    EXPECT_EQ(metrics, scheduled);
+    for (int pass = 0; pass < 3; ++pass) launch();
+    return values();
+  }
+  std::string describe() const override { return "fake reader, 3 passes"; }
+  static std::map<std::string, double> values() {
+    return {{"sm__cycles_active.sum", 1000}, {"sm__inst_executed.sum", 3000}, {"sm__inst_issued.sum", 3200},
+            {"smsp__thread_inst_executed.sum", 3000 * 32 * 0.8}, {"smsp__warps_active.sum", 10000},
+            {"gpu__time_duration.sum", 2500}, {"smsp__warps_issue_stalled_long_scoreboard.sum", 400},
+            {"smsp__warps_issue_stalled_lg_throttle.sum", 100}, {"smsp__warps_issue_stalled_math_pipe_throttle.sum", 200},
+            {"smsp__warps_issue_stalled_wait.sum", 100}, {"smsp__warps_issue_stalled_no_instruction.sum", 100},
+            {"smsp__warps_issue_stalled_barrier.sum", 50}, {"smsp__warps_issue_stalled_dispatch_stall.sum", 50},
+            {"smsp__warps_issue_stalled_selected.sum", 3000}, {"smsp__warps_issue_stalled_not_selected.sum", 2000}};
+  }
+  std::vector<std::string> scheduled;
+};
+
+std::unique_ptr<ab::CounterReader> FakeDevice::counter_reader(std::string&) { return std::make_unique<FakeReader>(); }
 
 // A meter with scripted counters; counts its passes. One that fails says why and adds nothing.
 class FakeMeter final : public ab::Meter {
@@ -209,3 +245,29 @@ TEST(Json, NumbersKeepTheirTextAndErrorsSayWhere) {
 }
 
 }  // namespace
+
+TEST(Meters, TopDownFromTheDevicesCounterReader) {
+  FakeDevice dev;
+  std::unique_ptr<ab::Meter> off = ab::make_topdown_meter(dev, 0);
+  EXPECT_FALSE(off->active());
+  EXPECT_EQ(off->context().back().second, "none: --topdown=0");
+  std::unique_ptr<ab::Meter> td = ab::make_topdown_meter(dev, 2);
+  ASSERT_TRUE(td->active());
+  EXPECT_EQ(td->context()[1].second, "fake reader, 3 passes");
+  int launches = 0;
+  const ab::MeterPass pass{nullptr, [&launches] { ++launches; }, 1e-3};
+  std::map<std::string, double> c;
+  for (const ab::CounterValue& v : td->measure(workload("td", true), pass)) {
+    c[v.name] = v.value;
+    EXPECT_EQ(v.flags, benchmark::Counter::kDefaults) << v.name;
+  }
+  EXPECT_EQ(launches, 3);  // one launch a replay pass
+  // Level 2 of the recorded range (tests/test_topdown.cpp: retire 0.6, backend 0.16, ...).
+  EXPECT_NEAR(c.at("td_retire"), 0.6, 1e-12);
+  EXPECT_NEAR(c.at("td_divergence"), 0.2, 1e-12);
+  EXPECT_NEAR(c.at("td_frontend"), 0.04, 1e-12);
+  EXPECT_NEAR(c.at("td_backend"), 0.16, 1e-12);
+  EXPECT_NEAR(c.at("td_memory_bound"), 0.1, 1e-12);
+  EXPECT_NEAR(c.at("td_ipc"), 3.0, 1e-12);
+  EXPECT_EQ(c.count("td_stall_long_scoreboard"), 0u);  // a level-3 counter
+}

@@ -94,9 +94,18 @@ def invalid_time(bench, side):
     return ""
 
 
+def comparable_cost(cost):
+    """A cost in the terms both schemas have: bytes read and written as one total (a schema-1
+    file knows only byte_per_s), zero amounts left out (a schema-2 cost lists every field)."""
+    c = dict(cost)
+    if "bytes_read" in c or "bytes_written" in c:
+        c["bytes"] = c.get("bytes", 0) + c.pop("bytes_read", 0) + c.pop("bytes_written", 0)
+    return {k: v for k, v in c.items() if v}
+
+
 def definition_change(base, new):
     """How the work per launch changed (a changed benchmark definition or cost model), or ""."""
-    cb, cn = cost_of(base), cost_of(new)
+    cb, cn = comparable_cost(cost_of(base)), comparable_cost(cost_of(new))
     changed = [k for k in sorted(set(cb) | set(cn))
                if k not in cb or k not in cn or abs(cb[k] - cn[k]) > COST_TOLERANCE * max(abs(cb[k]), abs(cn[k]))]
     return ", ".join(f"{k} {cb.get(k, 'none'):.6g} -> {cn.get(k, 'none'):.6g}"

@@ -150,9 +150,10 @@ def compute_peaks(benches):
 
 
 def plain_compute(axes):
-    """True for a compute benchmark over op and type alone (no other axis, such as groups)."""
+    """True for a compute benchmark over op and type alone (no other axis of its name, such as
+    groups; the axes that only describe it, scalar, width and chains, do not count)."""
     return axes.get("family") == "compute" and "op" in axes and "type" in axes \
-        and not set(axes) - {"family", "backend", "op", "type", "scalar", "width"}
+        and not set(axes) - {"family", "backend", "op", "type", "scalar", "width", "chains"}
 
 
 def ceiling(value, unit, sources, method, **extra):
