@@ -19,7 +19,7 @@ TOOLS = os.path.join(ROOT, "tools")
 COMPARE = os.path.join(TOOLS, "archbench_compare.py")
 HISTORY = os.path.join(TOOLS, "archbench_history.py")
 sys.path.insert(0, TOOLS)
-from archbench import compare as ac, results, stats  # noqa: E402
+from archbench import charts, compare as ac, results, stats  # noqa: E402
 
 CONTEXT = {
     "date": "2024-05-01T10:00:00+00:00", "host_name": "box", "executable": "./archbench", "num_cpus": 16,
@@ -65,9 +65,10 @@ def write_results(path, rows, **context):
     return path
 
 
-def run(tool, *args):
+def run(tool, *args, env=None):
     """Run a tool; returns (exit code, stdout, stderr)."""
-    p = subprocess.run([sys.executable, tool, *args], capture_output=True, text=True, cwd=ROOT)
+    p = subprocess.run([sys.executable, tool, *args], capture_output=True, text=True, cwd=ROOT,
+                       env=dict(os.environ, **(env or {})))
     return p.returncode, p.stdout, p.stderr
 
 
@@ -416,8 +417,9 @@ class HistoryTest(unittest.TestCase):
         write_results(os.path.join(self.dir, "results", "other.json"),
                       bench_rows("memory/opencl/triad", 1.0, {"byte_per_s": 1.0}), device="AMD MI300X")
         svg = os.path.join(self.dir, "history.svg")
+        # The plain SVG renderer (what a machine without matplotlib gets).
         code, out, err = run(HISTORY, "--device", "h100", "--results", os.path.join(self.dir, "results"),
-                             "--plot", svg)
+                             "--plot", svg, env={"ARCHBENCH_CHARTS": "svg"})
         self.assertEqual(code, 0, out + err)
         lines = out.strip().splitlines()
         self.assertEqual(len(lines), 3, out)
@@ -435,6 +437,15 @@ class HistoryTest(unittest.TestCase):
         root = ET.parse(svg).getroot()
         self.assertTrue(root.tag.endswith("svg"))
         self.assertTrue(root.findall(".//{http://www.w3.org/2000/svg}polyline"))
+        # The same charts through matplotlib, where it is importable.
+        png = os.path.join(self.dir, "history.png")
+        code, _, err = run(HISTORY, "--device", "h100", "--results", os.path.join(self.dir, "results"), "--plot", png)
+        if charts.pyplot()[0] is None:
+            self.assertEqual(code, 2, err)  # a PNG needs matplotlib: said, not a traceback
+        else:
+            self.assertEqual(code, 0, err)
+            with open(png, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
         code, md, _ = run(HISTORY, "--device", "H100", "--results", os.path.join(self.dir, "results"),
                           "--format", "markdown")

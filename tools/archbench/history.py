@@ -152,9 +152,39 @@ def render(groups, markdown):
     return "\n".join(lines) + "\n"
 
 
+def chart_columns(groups):
+    """The headline metrics some version group has: (key, label, higher is better)."""
+    return [c for c in headline_columns() if any(c[0] in g[-1] for g in groups)]
+
+
+def group_label(g, groups):
+    """The driver, with the runtime and the archbench version where those differ across groups."""
+    return " / ".join([g[0]] + [g[k] for k in (1, 2) if len({r[k] for r in groups}) > 1])
+
+
+def draw_chart(axis, groups, device):
+    """The small line charts on matplotlib: one panel per headline metric across the version groups."""
+    cols = chart_columns(groups)
+    fig = axis.figure
+    axis.remove()
+    per_row = min(3, max(1, len(cols)))
+    panels = fig.subplots(max(1, math.ceil(len(cols) / per_row)), per_row, squeeze=False).flat
+    fig.suptitle(f"archbench history: {device}")
+    labels = [group_label(g, groups)[:32] for g in groups]
+    for (key, label, higher), panel in zip(cols, panels):  # cols first: the unused panels stay in `panels`
+        values = [g[-1].get(key) for g in groups]
+        xs = [i for i, v in enumerate(values) if v is not None]
+        panel.plot(xs, [values[i] for i in xs], marker="o", color="#1f77b4")
+        panel.set_title(f"{label} ({'higher' if higher else 'lower'} is better)", fontsize=9)
+        panel.set_xticks(range(len(groups)), labels, rotation=30, ha="right", fontsize=7)
+    for panel in list(panels):
+        panel.set_visible(False)
+    fig.tight_layout()
+
+
 def svg_chart(groups, device):
-    """An SVG of small line charts, one per headline metric, across the version groups."""
-    cols = [c for c in headline_columns() if any(c[0] in g[-1] for g in groups)]
+    """The plain SVG of the same charts (where matplotlib is not importable)."""
+    cols = chart_columns(groups)
     pw, ph, per_row = 320, 200, 3
     ncols = min(per_row, max(1, len(cols)))
     width, height = ncols * pw + 20, 50 + max(1, math.ceil(len(cols) / per_row)) * (ph + 70)
@@ -187,9 +217,7 @@ def svg_chart(groups, device):
             out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3" fill="#1f77b4"/>')
         for i, g in enumerate(groups):
             x = x0 + w * (i + 0.5) / n
-            # The driver, with the runtime and the archbench version where those differ across groups.
-            parts = [g[0]] + [g[k] for k in (1, 2) if len({r[k] for r in groups}) > 1]
-            text = escape(" / ".join(parts)[:32])
+            text = escape(group_label(g, groups)[:32])
             out.append(f'<text x="{x:.1f}" y="{y0 + h + 12}" text-anchor="end" '
                        f'transform="rotate(-30 {x:.1f} {y0 + h + 12})">{text}</text>')
     out.append("</svg>")
@@ -203,7 +231,8 @@ def parse_args(argv):
                    help="part of the context's device name (needed when the results hold several devices)")
     p.add_argument("--results", metavar="DIR", default="results", help="folder of results JSON (default results/)")
     p.add_argument("--format", choices=("console", "markdown"), default="console", help="table format")
-    p.add_argument("--plot", metavar="FILE.svg", help="also write an SVG line chart of the headline figures")
+    p.add_argument("--plot", metavar="FILE.svg|FILE.png",
+                   help="also write line charts of the headline figures (matplotlib, else plain SVG)")
     return p.parse_args(argv)
 
 
@@ -213,7 +242,9 @@ def run(argv):
     device, groups = collect(args.results, args.device)
     sys.stdout.write(render(groups, args.format == "markdown"))
     if args.plot:
-        ar.write_file(args.plot, svg_chart(groups, device))
+        why = charts.write(args.plot, lambda axis: draw_chart(axis, groups, device), lambda: svg_chart(groups, device))
+        if why:
+            raise ar.InputError(why)
     return 0
 
 
