@@ -92,10 +92,18 @@ Environment: ARCHBENCH_DEVICE, ARCHBENCH_SWEEP, ARCHBENCH_ENERGY, ARCHBENCH_TOPD
                          path, then the CUDA toolkit's copy found at build time)
 
 Defaults archbench sets unless you pass them yourself:
-  --benchmark_min_time=0.1 --benchmark_repetitions=3 (the console shows the median;
-  the JSON holds every repetition and the aggregates)
-  --benchmark_out=results/local/archbench-<device>-<date>.json --benchmark_out_format=json
+  --benchmark_min_time=0.1 --benchmark_repetitions=3 (the console shows one line a
+  benchmark, its median; the JSON holds every repetition and the aggregates)
+  --benchmark_out=results/local/archbench-<device>-<date>-<pid>.json --benchmark_out_format=json
   (the folder is ARCHBENCH_RESULTS_DIR when set)
+--benchmark_format=console|json|csv decides stdout (json and csv come at the end of the run,
+for a pipe); --benchmark_out_format=json|csv the file's; --benchmark_time_unit=ns|us|ms|s the
+times'. Progress ([i/N], the time left) goes to stderr. The JSON is Google Benchmark's with
+archbench's schema 2: the context's schema_version, and on every entry its axes (one key a
+name component, and what describes it: scalar, width, chains), name_format (the axes rebuild
+the name), cost (the work of one launch: flops, int_ops, bytes_read, bytes_written, accesses,
+calls) and, for divergence and scalability, the baseline the tools compare it with. The CSV
+has every column any row has, the context as '#' lines (pandas.read_csv(f, comment='#')).
 
 Outputs: written to a temporary file and renamed when complete (SIGINT/SIGTERM leave the
 previous file as it was and no temporary behind); nothing is written when nothing ran; a run
@@ -111,8 +119,11 @@ Names are family/backend/variant/axis:value (Google Benchmark adds /manual_time;
 ending in '$' still matches); pick with --benchmark_filter=REGEX, e.g.
   --benchmark_filter='compute/opencl/mad/float'   --benchmark_filter='^memory/.*/triad'
 Counters: flop_per_s, op_per_s, byte_per_s, call_per_s, ns_per_access, cycles_per_access
-(at the device's reported max clock), and relative to a baseline of the same run: slowdown
-(divergence), speedup (scalability). Times are per launch: device events with the queue held
+(at the SM clock the clock meter saw held, NVIDIA; else at the device's reported maximum, as
+the context's clock_meter says), clock_mhz and clock_throttle (NVIDIA: the clock held and the
+throttle reasons seen; clock_throttled in the context names the workloads); the slowdown
+(divergence) and speedup (scalability) against their baseline are derived by the tools
+(tools/archbench), from the baseline in the JSON. Times are per launch: device events with the queue held
 (warm-up excluded; CUDA holds the stream with a spin kernel), or the host clock where that is
 what is measured (launch round_trip, OpenCL mapped transfers, the CUDA reuse study). Every benchmark is checked against its host reference before it is timed.
 With --energy: joule (per launch), watt, *_per_joule, each with *_err (absolute half-width).
