@@ -508,6 +508,6 @@ int main(int argc, char** argv) {
   if (!reporter.kept().empty()) std::cerr << "archbench: the previous " << o.out << " is kept as " << reporter.kept() << "\n";
   if (!o.out.empty() && ran > 0)
     std::cerr << "archbench: " << reporter.ran() << " benchmarks, " << reporter.skipped() << " skipped, "
-              << reporter.failed() << " failed; JSON in " << o.out << "\n";
+              << reporter.failed() << " failed; results in " << o.out << "\n";
   return reporter.failed() ? 1 : 0;  // a skip (a feature the device lacks) is not a failure
 }
