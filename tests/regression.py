@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
 """Regression check, as CI runs it: a short suite with repetitions on the default device is
-compared (1) with the baseline recorded under results/ for the same device and driver, with
-thresholds loose enough for a shared 2-core machine, (2) with itself (no false alarm), and
-(3) with the same kernels built with -cl-opt-disable, a deliberately slowed build that must
-be flagged. Exit 77 (skipped) without an OpenCL device.
+compared (1) with the baseline recorded under results/ for the same device and driver: what a
+busy machine cannot fake is asserted (the same benchmarks, the same cost per launch, something
+compared), the timings are shown but not judged (a parallel build on a 2-core machine slows
+this suite 2-5x, which no threshold can tell from a regression); (2) with itself (no false
+alarm); (3) with the same kernels built with -cl-opt-disable, a deliberately slowed build (25x
+and more) that must be flagged: the gate for timings. Exit 77 (skipped) without an OpenCL
+device, and when no baseline matches the device and driver (the slowed build still checked:
+a failure there is a failure).
 Usage: regression.py ARCHBENCH COMPARE_PY RESULTS_ROOT"""
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -21,6 +26,7 @@ CI_FILTER = (r"^(compute/opencl/mad/(float|double)(4|16)|memory/opencl/(triad|co
 # on a shared 2-core VM, a lost optimisation or a debug build is several times slower.
 BASELINE_MIN_EFFECT = "1.0"
 failures = []
+no_baseline = False
 
 
 def archbench(out, filt=CI_FILTER, env=None):
@@ -58,9 +64,15 @@ with tempfile.TemporaryDirectory() as tmp:
                      json.load(open(f))["context"])]
     if baselines:
         print("== against the recorded baseline %s (min effect %s)" % (baselines[0], BASELINE_MIN_EFFECT))
-        rc, _ = compare(baselines[0], new, "--min-effect", BASELINE_MIN_EFFECT)
-        expect(rc == 0, "no regression against the recorded baseline")
+        rc, out = compare(baselines[0], new, "--min-effect", BASELINE_MIN_EFFECT)
+        expect(rc in (0, 3), "the baseline and this run were compared (exit %d; 2 means nothing was)" % rc)
+        counts = dict((k, int(v)) for v, k in re.findall(r"(\d+) (definition|missing|new)", out))
+        expect(counts.get("definition", 1) == 0 and counts.get("missing", 1) == 0 and counts.get("new", 1) == 0,
+               "the same benchmarks with the same cost per launch as the baseline (%s); a changed definition "
+               "needs a new baseline: archbench --record=opencl-ci" % counts)
+        print("== the timings above are shown, not judged: a busy machine fakes them (the slowed build below is the gate)\n")
     else:
+        no_baseline = True
         print("== no baseline recorded for %s, driver %s, under %s: record one with\n"
               "   archbench --record=opencl-ci --benchmark_filter='%s'\n" % (ctx["device"], ctx["driver_version"],
                                                                            RESULTS, CI_FILTER))
@@ -78,4 +90,8 @@ with tempfile.TemporaryDirectory() as tmp:
 if failures:
     print("regression check: %d failed: %s" % (len(failures), "; ".join(failures)))
     sys.exit(1)
+if no_baseline:
+    print("regression check: SKIPPED the comparison with a baseline (none recorded for this device and driver); "
+          "the slowed build was caught")
+    sys.exit(77)
 print("regression check: all passed")
