@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
 #include <stdexcept>
 
 #include "fixtures/meters/topdown.hpp"
@@ -111,4 +112,55 @@ TEST(TopDown, MissingOrEmptyRangeThrows) {
   ab::Metrics idle = recorded();
   idle["sm__inst_executed.sum"] = 0;
   EXPECT_THROW(ab::topdown(idle), ab::EmptyRange);
+}
+
+namespace {
+
+// Seed 004's tables (chapter 4) for Hopper's 19 reasons, with the README's decisions where the
+// seed is silent: mio_throttle and short_scoreboard Memory, wait and gmma Core, selected and
+// not_selected not stalls. One row per reason, so a class moved is one failing row.
+struct Golden {
+  const char* reason;
+  ab::StallClass cls;
+};
+const Golden kHopperStalls[] = {
+    {"no_instruction", ab::StallClass::fetch},     {"barrier", ab::StallClass::fetch},
+    {"membar", ab::StallClass::fetch},             {"sleeping", ab::StallClass::fetch},
+    {"branch_resolving", ab::StallClass::fetch},   {"misc", ab::StallClass::decode},
+    {"dispatch_stall", ab::StallClass::decode},    {"long_scoreboard", ab::StallClass::memory},
+    {"imc_miss", ab::StallClass::memory},          {"drain", ab::StallClass::memory},
+    {"lg_throttle", ab::StallClass::memory},       {"tex_throttle", ab::StallClass::memory},
+    {"mio_throttle", ab::StallClass::memory},      {"short_scoreboard", ab::StallClass::memory},
+    {"math_pipe_throttle", ab::StallClass::core},  {"wait", ab::StallClass::core},
+    {"gmma", ab::StallClass::core},                {"selected", ab::StallClass::not_a_stall},
+    {"not_selected", ab::StallClass::not_a_stall},
+};
+
+}  // namespace
+
+TEST(TopDown, EveryHopperStallReasonHasItsSeedClass) {
+  ASSERT_EQ(std::size(kHopperStalls), 19u);
+  for (const Golden& g : kHopperStalls) {
+    SCOPED_TRACE(g.reason);
+    EXPECT_EQ(ab::stall_class(g.reason), g.cls);
+    // The same reason alone in a range: its whole stall lands in its level-2 part.
+    ab::Metrics m = {{"sm__cycles_active.sum", 1000}, {"sm__inst_executed.sum", 2000},
+                     {"sm__inst_issued.sum", 2000}, {"smsp__thread_inst_executed.sum", 2000 * 32},
+                     {"smsp__warps_active.sum", 8000}, {"gpu__time_duration.sum", 1},
+                     {std::string(ab::kStallPrefix) + g.reason + ".sum", 700}};
+    const ab::TopDown t = ab::topdown(m);
+    const double stall = 0.5;  // (4 - 2) / 4
+    EXPECT_NEAR(t.fetch, g.cls == ab::StallClass::fetch ? stall : 0, 1e-12);
+    EXPECT_NEAR(t.decode, g.cls == ab::StallClass::decode ? stall : 0, 1e-12);
+    EXPECT_NEAR(t.memory_bound, g.cls == ab::StallClass::memory ? stall : 0, 1e-12);
+    const bool core = g.cls == ab::StallClass::core || g.cls == ab::StallClass::not_a_stall;  // no stall: loss kept as core
+    EXPECT_NEAR(t.core_bound, core ? stall : 0, 1e-12);
+    if (g.cls == ab::StallClass::not_a_stall) {
+      ASSERT_EQ(t.issue.size(), 1u);
+      EXPECT_NEAR(t.issue[0].second, 700.0 / 8000, 1e-12);
+      EXPECT_TRUE(t.stalls.empty());
+    } else {
+      EXPECT_TRUE(t.issue.empty());
+    }
+  }
 }
