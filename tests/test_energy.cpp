@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "fixtures/meters/energy.hpp"
+#include "fixtures/meters/nvml.hpp"
 
 using namespace archbench;
 using benchmark::Counter;
@@ -257,4 +258,84 @@ TEST(EnergyMeterFactory, ChoosesBySensorOfTheDevice) {
   EXPECT_FALSE(g->available());
   EXPECT_TRUE(g->why().find("NVML") != std::string::npos || g->why().find("libnvidia-ml") != std::string::npos)
       << g->why();
+}
+
+// NVML's units through a fake function table (no driver needed): the energy counter counts
+// millijoules and the power reading milliwatts; the meter must give joules and watts.
+namespace {
+struct FakeNvml {
+  static inline unsigned long long mj = 0;
+  static inline unsigned mw = 0;
+  static inline bool has_energy = true;
+  static nvmlDevice_t handle() { return reinterpret_cast<nvmlDevice_t>(&mj); }
+  static std::unique_ptr<Nvml> table() {
+    auto n = std::make_unique<Nvml>();  // not initialized: its destructor calls nothing
+    n->count = [](unsigned* c) { return *c = 1, 0; };
+    n->by_index = [](unsigned, nvmlDevice_t* d) { return *d = handle(), 0; };
+    n->by_pci = [](const char*, nvmlDevice_t*) { return 1; };
+    n->pci_info = [](nvmlDevice_t, nvmlPciInfo_t*) { return 1; };
+    n->name = [](nvmlDevice_t, char* b, unsigned len) { return std::snprintf(b, len, "Fake GPU"), 0; };
+    n->energy = [](nvmlDevice_t, unsigned long long* v) { return has_energy ? (*v = mj, 0) : 3; };
+    n->power = [](nvmlDevice_t, unsigned* v) { return *v = mw, 0; };
+    n->error = [](nvmlReturn_t) { return "fake error"; };
+    return n;
+  }
+};
+DeviceInfo fake_gpu() {
+  DeviceInfo d;
+  d.name = "Fake GPU";
+  d.vendor = "NVIDIA Corporation";
+  return d;
+}
+}  // namespace
+
+TEST(NvmlMeter, EnergyCounterMillijoulesBecomeJoules) {
+  FakeNvml::has_energy = true;
+  FakeNvml::mj = 123456;
+  auto m = make_nvml_meter(FakeNvml::table(), fake_gpu(), 0.015);
+  ASSERT_TRUE(m->available()) << m->why();
+  EXPECT_EQ(m->method(), "nvml");
+  EXPECT_DOUBLE_EQ(m->joules(), 123.456);
+  FakeNvml::mj += 2500;  // 2.5 J later
+  EXPECT_DOUBLE_EQ(m->joules(), 125.956);
+  EXPECT_DOUBLE_EQ(m->quantum(), 1e-3);
+}
+
+TEST(NvmlMeter, PowerMilliwattsBecomeWattsWhereNoEnergyCounter) {
+  FakeNvml::has_energy = false;
+  FakeNvml::mw = 200000;  // 200 W
+  auto m = make_nvml_meter(FakeNvml::table(), fake_gpu(), 0.005);
+  ASSERT_TRUE(m->available()) << m->why();
+  EXPECT_EQ(m->method(), "nvml-power");
+  // Integrated power over a span (not a tight timing: a factor of 2 either way still tells
+  // watts from milliwatts, and a loaded machine only delays the samples, which carry their times).
+  auto changed = [&](double from) {
+    for (double t0 = m->now(); m->now() - t0 < 20;) {
+      if (const double e = m->joules(); e != from) return e;
+      m->pause(0.001);
+    }
+    return from;
+  };
+  const double e0 = changed(0), t0 = m->now();
+  m->pause(0.3);
+  const double e1 = changed(m->joules()), t1 = m->now();
+  ASSERT_GT(e1, e0);
+  const double watts = (e1 - e0) / (t1 - t0);
+  EXPECT_GT(watts, 100) << watts;
+  EXPECT_LT(watts, 400) << watts;
+  FakeNvml::has_energy = true;
+}
+
+// PAPI's energy events: the scale from the units PAPI states or from the event's name.
+TEST(PapiMeter, JoulesPerCountFollowTheEventsUnits) {
+  EXPECT_DOUBLE_EQ(papi_joules_per_count("powercap:::ENERGY_UJ:ZONE0", ""), 1e-6);  // microjoules
+  EXPECT_DOUBLE_EQ(papi_joules_per_count("powercap:::ENERGY_UJ:ZONE0", "uJ"), 1e-6);
+  EXPECT_DOUBLE_EQ(papi_joules_per_count("rapl::RAPL_ENERGY_PKG", "nJ"), 1e-9);     // nanojoules
+  EXPECT_DOUBLE_EQ(papi_joules_per_count("some::ENERGY", "uJ"), 1e-6);
+  EXPECT_DOUBLE_EQ(papi_joules_per_count("some::ENERGY", "mJ"), 1e-3);
+  EXPECT_DOUBLE_EQ(papi_joules_per_count("some::ENERGY", "J"), 1.0);
+  EXPECT_DOUBLE_EQ(papi_joules_per_count("rapl::RAPL_ENERGY_PKG", ""), std::ldexp(1.0, -32));  // perf_event RAPL
+  // A reading of 2.5e6 counts of powercap is 2.5 J, of a nJ event 2.5 mJ.
+  EXPECT_DOUBLE_EQ(2.5e6 * papi_joules_per_count("powercap:::ENERGY_UJ:ZONE0", ""), 2.5);
+  EXPECT_DOUBLE_EQ(2.5e6 * papi_joules_per_count("rapl::RAPL_ENERGY_PKG", "nJ"), 2.5e-3);
 }
