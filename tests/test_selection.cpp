@@ -68,3 +68,64 @@ TEST(Selection, ListingShowsSelectorsAndFacts) {
   EXPECT_NE(s.find("NVIDIA H200"), std::string::npos);
   EXPECT_NE(s.find("fp64"), std::string::npos);
 }
+
+// Mixed backends and device types, in backend preference order: CUDA's GPUs, then an OpenCL
+// platform with only a CPU, then one with an accelerator that is neither GPU nor CPU (an FPGA).
+namespace {
+DeviceInfo typed(const std::string& backend, const std::string& name, const std::string& sel, bool gpu, bool cpu) {
+  DeviceInfo d = dev(name, sel, gpu);
+  d.backend = backend;
+  d.is_cpu = cpu;
+  return d;
+}
+const std::vector<DeviceInfo> kMixed = {
+    typed("cuda", "NVIDIA H100 80GB HBM3", "cuda:0", true, false),
+    typed("cuda", "NVIDIA H200", "cuda:1", true, false),
+    typed("opencl", "pthread-AMD EPYC 9654", "opencl:0.0", false, true),
+    typed("opencl", "Intel FPGA Emulation Device", "opencl:1.0", false, false),
+};
+// The accelerator listed first, then a CPU, then a GPU: "gpu" and the default must skip the first two.
+const std::vector<DeviceInfo> kAcceleratorFirst = {
+    typed("opencl", "Intel FPGA Emulation Device", "opencl:0.0", false, false),
+    typed("opencl", "pthread-AMD EPYC 9654", "opencl:1.0", false, true),
+    typed("opencl", "AMD Instinct MI300X", "opencl:2.0", true, false),
+};
+}  // namespace
+
+TEST(Selection, ABackendWithoutAGpuGivesItsOwnFirstDevice) {
+  EXPECT_EQ(pick(kMixed, "opencl"), 2);  // its CPU, not device 0 (CUDA's GPU), not the FPGA
+  EXPECT_EQ(pick(kMixed, "cuda"), 0);
+  EXPECT_EQ(pick(kMixed, "OpenCL"), 2);
+}
+
+TEST(Selection, GpuMeansAGpuNotAnyAccelerator) {
+  EXPECT_EQ(pick(kAcceleratorFirst, "gpu"), 2);
+  EXPECT_EQ(pick(kAcceleratorFirst, ""), 2);
+  EXPECT_EQ(pick(kAcceleratorFirst, "cpu"), 1);
+  EXPECT_EQ(pick(kMixed, "gpu"), 0);
+  EXPECT_EQ(pick(kMixed, "cpu"), 2);
+  // Only an accelerator and a CPU: no GPU, with the reason, never device 0.
+  const std::vector<DeviceInfo> no_gpu(kAcceleratorFirst.begin(), kAcceleratorFirst.begin() + 2);
+  std::string error;
+  EXPECT_EQ(select_device(no_gpu, "gpu", error), -1);
+  EXPECT_NE(error.find("no gpu device"), std::string::npos) << error;
+  EXPECT_EQ(pick(no_gpu, ""), 0);  // the default falls back to the first device
+  const std::vector<DeviceInfo> only_accelerator(kAcceleratorFirst.begin(), kAcceleratorFirst.begin() + 1);
+  EXPECT_EQ(select_device(only_accelerator, "cpu", error), -1);
+  EXPECT_EQ(select_device(only_accelerator, "gpu", error), -1);
+}
+
+TEST(Selection, ExactSelectorsIndexesAndNamesAcrossBackends) {
+  for (std::size_t i = 0; i < kMixed.size(); ++i) {
+    SCOPED_TRACE(kMixed[i].selector);
+    EXPECT_EQ(pick(kMixed, kMixed[i].selector), static_cast<int>(i));
+    EXPECT_EQ(pick(kMixed, std::to_string(i)), static_cast<int>(i));
+    EXPECT_EQ(pick(kMixed, kMixed[i].name), static_cast<int>(i));
+  }
+  EXPECT_EQ(pick(kMixed, "fpga"), 3);
+  EXPECT_EQ(pick(kMixed, "h200"), 1);
+  EXPECT_EQ(pick(kMixed, "4"), -1);
+  std::string error;
+  EXPECT_EQ(select_device(kMixed, "NVIDIA", error), -1);  // two devices: an exact selector is needed
+  EXPECT_NE(error.find("matches 2 devices"), std::string::npos) << error;
+}
