@@ -112,14 +112,15 @@ Workload read(const Plan& plan, const Geometry& g) {
     for (std::size_t gid = 0; gid < items; gid += every) {
       const std::size_t start = (gid / wg) * std::size_t(step) % span, l = gid % wg;
       std::uint32_t once = 0;  // the lanes of one sweep; reps sweeps add it reps times
+      double loaded = 0;       // bytes of one sweep, as replayed
       for (std::size_t k = 0; k < nk; ++k) {
         const std::size_t v = start + l + k * wg;
-        for (int lane = 0; lane < 4; ++lane) once += get<std::uint32_t>(in[0], v * 4 + lane);
+        for (int lane = 0; lane < 4; ++lane) once += get<std::uint32_t>(in[0], v * 4 + lane), loaded += 4;
       }
       const std::uint32_t want = once * reps, got = get<std::uint32_t>(out[1], gid);
       if (got != want)
         return differs(gid, want, got) + " (wrapping sum of the lanes work-item " + std::to_string(gid) + " loaded)";
-      t.bytes_read += per_item;
+      t.bytes_read += loaded * reps;
     }
     return std::string();
   };

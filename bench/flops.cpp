@@ -104,33 +104,41 @@ Workload flops(const Plan& plan, bool cache, const char* tname, std::uint32_t n_
   w.cost = per * double(n);
   const std::size_t wg = g.wg;
   w.check = [=](const std::vector<Bytes>& in, const std::vector<Bytes>& out, std::size_t every, Cost& t) {
+    // The tally counts what the replay does: one load and one store of sizeof(T) per pass
+    // (dram: in place) or a load per pass and one store (cache), a multiply or add as one flop,
+    // an fma as two.
+    Cost done;
     for (std::size_t i = 0; i < n; i += every) {
       T x;
       if (!cache) {  // element i, updated in place each pass
         x = get<T>(in[0], i);
         for (std::uint32_t p = 0; p < passes; ++p) {
-          if (steps == 0) x = x * a;
-          for (std::uint32_t k = 0; k < steps; ++k) x = std::fma(x, a, b);
+          done.bytes_read += sizeof(T);
+          if (steps == 0) x = x * a, done.flops += 1;
+          for (std::uint32_t k = 0; k < steps; ++k) x = std::fma(x, a, b), done.flops += 2;
+          done.bytes_written += sizeof(T);
         }
       } else {  // element i = chain c of its work-item: the accumulator over the rotated loads
         const std::size_t slice = wg * kChains, base = i / slice * slice, c = i % slice / wg, l = i % wg;
         x = T(0);
         for (std::uint32_t p = 0; p < passes; ++p) {
           const T v = get<T>(in[0], base + (c + p) % kChains * wg + l);
+          done.bytes_read += sizeof(T);
           if (steps == 0) {
-            x = x + v;
+            x = x + v, done.flops += 1;
           } else {
             T y = std::fma(v, a, x);
             for (std::uint32_t k = 1; k < steps; ++k) y = std::fma(y, a, b);
-            x = y;
+            x = y, done.flops += 2.0 * steps;
           }
         }
+        done.bytes_written += sizeof(T);
       }
       if (const T got = get<T>(out[0], i); got != x)
         return differs(i, double(x), double(got)) + " (element " + std::to_string(i) + " after " +
                std::to_string(passes) + " passes of " + std::to_string(n_flops) + " flops)";
-      t += per;
     }
+    t += done;
     return std::string();
   };
   if (dbl && !plan.device.fp64) w.skip = "the device has no fp64 (cl_khr_fp64)";
