@@ -158,7 +158,10 @@ Workload load_store(const Plan& plan, int width) {
 Workload stride(const Plan& plan, bool write, unsigned stride_words) {
   const DeviceInfo& d = plan.device;
   const bool test = plan.size == Size::test;
-  const std::uint32_t words = test ? (1u << 16) : (1u << 24);  // a power of two: formula 1 masks
+  // A power of two: formula 1 masks. At the test size, 2^20 words hold every access of a
+  // work-item at its own address (32 x 32768 words): with 2^16 they wrapped onto two offsets,
+  // and a kernel running half its loops wrote the same addresses and passed the check.
+  const std::uint32_t words = test ? (1u << 20) : (1u << 24);
   const std::uint32_t mask = words - 1;
   const std::size_t items = test ? 256 : std::max<unsigned>(d.compute_units, 1) * (d.is_gpu ? 2048 : 1024);
   const int loops = test ? 2 : 8;
