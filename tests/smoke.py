@@ -7,6 +7,7 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,6 +58,24 @@ with tempfile.TemporaryDirectory() as tmp:
         for key in ["device", "platform", "driver_version", "runtime_version", "host", "archbench_version",
                     "backend", "compute_units", "date"]:
             expect(bool(ctx.get(key)), "context has %s (%r)" % (key, ctx.get(key)))
+        # The context's versions are the OpenCL queries they name, as clinfo reads them for a
+        # device of that name: driver_version is CL_DRIVER_VERSION, runtime_version CL_DEVICE_VERSION.
+        clinfo = shutil.which("clinfo")
+        if BE == "opencl" and clinfo:
+            raw = subprocess.run([clinfo, "--raw"], capture_output=True, text=True).stdout
+            devs = {}
+            for m in re.finditer(r"^\[([^/\]]+)/(\d+)\]\s+(CL_\w+)\s+(.*)$", raw, re.M):
+                devs.setdefault((m.group(1), m.group(2)), {})[m.group(3)] = m.group(4).strip()
+            same = [d for d in devs.values() if d.get("CL_DEVICE_NAME") == ctx.get("device")]
+            expect(bool(same), "clinfo lists a device named %r" % ctx.get("device"))
+            if same:
+                expect(ctx.get("driver_version") in {d.get("CL_DRIVER_VERSION") for d in same},
+                       "driver_version %r is clinfo's CL_DRIVER_VERSION (%s)"
+                       % (ctx.get("driver_version"), sorted({d.get("CL_DRIVER_VERSION") for d in same})))
+                expect(ctx.get("runtime_version") in {d.get("CL_DEVICE_VERSION") for d in same},
+                       "runtime_version %r is clinfo's CL_DEVICE_VERSION" % ctx.get("runtime_version"))
+        else:
+            print("skip driver_version against clinfo: %s" % ("not OpenCL" if BE != "opencl" else "no clinfo"))
         runs = [b for b in doc["benchmarks"] if b.get("run_type") == "iteration"]
         names = {b["name"] for b in runs}
         expect(len(names) >= 4, "at least four benchmarks ran: %s" % sorted(names))
