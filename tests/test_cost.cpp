@@ -5,18 +5,14 @@
 #include <iterator>
 
 #include "fixtures/core/cost.hpp"
+#include "tests/counters.hpp"
 
 using archbench::Cost;
 using archbench::counters;
 using benchmark::Counter;
 
-namespace {
-const archbench::CounterValue* find(const std::vector<archbench::CounterValue>& cs, const std::string& n) {
-  for (const auto& c : cs)
-    if (c.name == n) return &c;
-  return nullptr;
-}
-}  // namespace
+using archbench_test::find;
+using archbench_test::shown;
 
 TEST(Cost, FlopsBecomeAnIterationInvariantRate) {
   Cost c;
@@ -88,15 +84,6 @@ TEST(Cost, CallsBecomeCallsPerSecond) {
 }
 
 namespace {
-// Google Benchmark 1.7's Finish() for a counter: what the JSON and console will show.
-double shown(const archbench::CounterValue& c, double iterations, double seconds) {
-  double v = c.value;
-  if (c.flags & Counter::kIsRate) v /= seconds;
-  if (c.flags & Counter::kIsIterationInvariant) v *= iterations;
-  if (c.flags & Counter::kAvgIterations) v /= iterations;
-  if (c.flags & Counter::kInvert) v = 1 / v;
-  return v;
-}
 // A cost with work of every kind, each a different number, so a unit reading the wrong field shows.
 Cost every_kind() { return Cost{3e9, 5e9, 7e9, 11e9, 13e9, 17e9}; }
 }  // namespace

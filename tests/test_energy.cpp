@@ -12,27 +12,15 @@
 
 #include "fixtures/meters/energy.hpp"
 #include "fixtures/meters/nvml.hpp"
+#include "tests/counters.hpp"
 
 using namespace archbench;
 using benchmark::Counter;
 
+using archbench_test::find;
+using archbench_test::shown;
+
 namespace {
-
-const CounterValue* find(const std::vector<CounterValue>& cs, const std::string& n) {
-  for (const auto& c : cs)
-    if (c.name == n) return &c;
-  return nullptr;
-}
-
-// Google Benchmark 1.7's Finish() for a counter: what the JSON and console will show.
-double shown(const CounterValue& c, double iterations, double seconds) {
-  double v = c.value;
-  if (c.flags & Counter::kIsRate) v /= seconds;
-  if (c.flags & Counter::kIsIterationInvariant) v *= iterations;
-  if (c.flags & Counter::kAvgIterations) v /= iterations;
-  if (c.flags & Counter::kInvert) v = 1 / v;
-  return v;
-}
 
 // A sensor whose readings follow a script on a virtual clock: an energy counter that moves
 // every `step` seconds, in millijoule units, at `idle` watts plus `busy` watts while launches
