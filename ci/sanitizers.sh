@@ -8,11 +8,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 build="${ASAN_BUILD_DIR:-build-debug}"
-gen=()
-command -v ninja >/dev/null && gen=(-G Ninja)
-[ -f "$build/CMakeCache.txt" ] && gen=()
-cmake -S . --preset debug -B "$build" "${gen[@]}" || exit 1
-cmake --build "$build" -j "$(nproc)" || exit 1
+BUILD_DIR="$build" ci/build.sh --preset debug || exit 1
 supp="$PWD/ci/lsan.supp"
 export ASAN_OPTIONS="halt_on_error=1:abort_on_error=0:exitcode=86:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1:verify_asan_link_order=0"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:exitcode=86"
