@@ -3,6 +3,8 @@
 
 #include <cxxabi.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <sys/syscall.h>
@@ -15,6 +17,8 @@
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <new>
+#include <algorithm>
 
 #ifndef sigev_notify_thread_id
 #define sigev_notify_thread_id _sigev_un._tid
@@ -227,36 +231,101 @@ FILE* open_trace_file(std::string* path_out) {
 }
 
 Sampler& sampler() {
-  static Sampler s;
-  return s;
+  static Sampler* s = new Sampler;  // never destroyed: the handler and the sampler thread use it
+  return *s;
 }
 
-void Sampler::on_signal(int, siginfo_t*, void*) {
+namespace {
+
+// Per-thread CPU-time clock of thread `tid` of this process (glibc's MAKE_THREAD_CPUCLOCK).
+clockid_t thread_cpu_clock(int tid) { return clockid_t((~unsigned(tid)) << 3) | 4 | 2; }
+
+// One small /proc file read again from its start; the bytes read (0 on failure).
+ssize_t reread(int fd, char* buf, size_t n) {
+  ssize_t r = pread(fd, buf, n - 1, 0);
+  buf[r > 0 ? r : 0] = 0;
+  return r > 0 ? r : 0;
+}
+
+}  // namespace
+
+void Sampler::take(int tid, int wait, uint64_t ns, void* const* pcs, int n, uint64_t t) {
+  size_t i = next_.fetch_add(1, std::memory_order_relaxed);
+  if (i >= capacity_) {
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  Sample& x = ring_[i];
+  x.tid = tid;
+  x.wait = wait;
+  x.ns = ns;
+  x.n = n;
+  if (n) memcpy(x.pcs, pcs, sizeof(void*) * size_t(n));
+  __atomic_store_n(&x.t_ns, t, __ATOMIC_RELEASE);  // last: a slot with t_ns set is complete
+}
+
+void Sampler::on_signal(int, siginfo_t* si, void*) {
   int saved = errno;
   Sampler& s = sampler();
-  if (s.running_.load(std::memory_order_relaxed)) {
-    size_t i = s.next_.fetch_add(1, std::memory_order_relaxed);
-    if (i < s.capacity_) {
-      Sample& x = s.ring_[i];
-      x.t_ns = now_ns();
-      x.tid = this_tid();
-      // The two innermost frames are this handler and the kernel's signal trampoline.
-      void* pcs[32];
-      int n = backtrace(pcs, 32);
-      x.n = n > 2 ? n - 2 : 0;
-      memcpy(x.pcs, pcs + 2, sizeof(void*) * size_t(x.n));
-    } else {
-      s.dropped_.fetch_add(1, std::memory_order_relaxed);
-    }
+  if (s.signals_.load(std::memory_order_relaxed)) {
+    // The two innermost frames are this handler and the kernel's signal trampoline.
+    void* pcs[32];
+    int n = backtrace(pcs, 32);
+    uint64_t runs = 1 + uint64_t(si && si->si_code == SI_TIMER && si->si_overrun > 0 ? si->si_overrun : 0);
+    s.take(this_tid(), -1, runs * s.interval_ns_, pcs + 2, n > 2 ? std::min(n - 2, 30) : 0, now_ns());
   }
   errno = saved;
 }
 
-bool Sampler::start(uint64_t interval_ns, std::string* why) {
+// The sampler thread: every interval of wall time, a waiting sample of each thread that sleeps.
+void* Sampler::loop(void*) {
+  Sampler& s = sampler();
+  timespec next;
+  clock_gettime(CLOCK_MONOTONIC, &next);
+  uint64_t last_tick = now_ns();
+  char buf[512];
+  while (s.running_.load()) {
+    uint64_t t = uint64_t(next.tv_sec) * 1000000000ull + uint64_t(next.tv_nsec) + s.interval_ns_;
+    uint64_t now = now_ns();
+    if (t < now) t = now;  // fell behind (a loaded machine): the weights below count the delay
+    next.tv_sec = time_t(t / 1000000000ull);
+    next.tv_nsec = long(t % 1000000000ull);
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, nullptr) == EINTR) {
+    }
+    if (!s.running_.load()) break;
+    {
+      std::lock_guard<std::mutex> lock(s.mu_);
+      for (Thread& th : s.threads_) {
+        now = now_ns();
+        uint64_t since = th.last_look ? now - th.last_look : s.interval_ns_;
+        th.last_look = now;
+        if (th.stat_fd < 0 || !reread(th.stat_fd, buf, sizeof buf)) continue;  // the thread has ended
+        const char* close = strrchr(buf, ')');
+        char state = close && close[1] ? close[2] : '?';
+        if (state != 'S' && state != 'D') continue;  // running or runnable: the CPU timer's
+        int nr = -2;
+        if (th.syscall_fd >= 0 && reread(th.syscall_fd, buf, sizeof buf) && buf[0] >= '0' && buf[0] <= '9')
+          nr = atoi(buf);
+        s.take(th.tid, nr, std::min<uint64_t>(since, 100 * s.interval_ns_), nullptr, 0, now);
+      }
+    }
+    if (s.tick_ && now_ns() - last_tick >= 1000000000ull) {
+      last_tick = now_ns();
+      s.tick_();
+    }
+  }
+  return nullptr;
+}
+
+bool Sampler::start(uint64_t interval_ns, std::string* why, void (*tick)()) {
   interval_ns_ = interval_ns;
+  tick_ = tick;
   // Enough for 3 minutes of one thread at 1 kHz; the pages are only touched when used.
   capacity_ = size_t(1) << 18;
-  ring_ = static_cast<Sample*>(calloc(capacity_, sizeof(Sample)));
+  if (ring_) memset(static_cast<void*>(ring_), 0, sizeof(Sample) * count());  // a second start: forget the first
+  else ring_ = static_cast<Sample*>(calloc(capacity_, sizeof(Sample)));
+  next_ = 0;
+  dropped_ = 0;
   if (!ring_) {
     *why = "no memory for the sample ring";
     return false;
@@ -264,13 +333,21 @@ bool Sampler::start(uint64_t interval_ns, std::string* why) {
   // backtrace() loads libgcc on its first call, which is not safe inside a signal handler.
   void* warm[2];
   backtrace(warm, 2);
-  struct sigaction sa {};
-  sa.sa_sigaction = &Sampler::on_signal;
-  sa.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  if (sigaction(SIGPROF, &sa, nullptr) != 0) {
-    *why = std::string("sigaction(SIGPROF): ") + strerror(errno);
-    return false;
+  struct sigaction old {};
+  sigaction(SIGPROF, nullptr, &old);
+  bool theirs = (old.sa_flags & SA_SIGINFO) ? !is_own_handler(old.sa_sigaction)
+                                            : old.sa_handler != SIG_DFL && old.sa_handler != SIG_IGN;
+  if (theirs) {
+    aside_ = "the program handles SIGPROF";
+  } else if (aside_.empty()) {
+    struct sigaction sa {};
+    sa.sa_sigaction = &Sampler::on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigfillset(&sa.sa_mask);  // nothing of the program's runs inside it
+    if (sigaction(SIGPROF, &sa, nullptr) != 0)
+      aside_ = std::string("sigaction(SIGPROF): ") + strerror(errno);
+    else
+      signals_ = true;
   }
   running_ = true;
   // Every thread that exists now (the program's own, before the API started its helpers).
@@ -279,8 +356,19 @@ bool Sampler::start(uint64_t interval_ns, std::string* why) {
       if (e->d_name[0] != '.') add_thread(atoi(e->d_name));
     closedir(d);
   }
-  if (timers_.empty()) {
-    *why = std::string("timer_create: ") + strerror(errno);
+  // The sampler thread starts with every signal blocked: the program's signals go to its own threads.
+  sigset_t all, prev;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &prev);
+  pthread_t th;
+  int err = pthread_create(&th, nullptr, &Sampler::loop, nullptr);
+  pthread_sigmask(SIG_SETMASK, &prev, nullptr);
+  if (err == 0) {
+    thread_ = static_cast<unsigned long>(th);
+    thread_started_ = true;
+  }
+  if (!thread_started_ && !signals_) {
+    *why = std::string("pthread_create: ") + strerror(err) + (aside_.empty() ? "" : "; " + aside_);
     running_ = false;
     return false;
   }
@@ -293,42 +381,160 @@ void Sampler::add_this_thread() {
 
 void Sampler::add_thread(int tid) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& t : timers_)
-    if (t.first == tid) return;
-  sigevent sev {};
-  sev.sigev_notify = SIGEV_THREAD_ID;
-  sev.sigev_signo = SIGPROF;
-  sev.sigev_notify_thread_id = tid;
-  timer_t id;
-  if (timer_create(CLOCK_MONOTONIC, &sev, &id) != 0) return;
-  itimerspec its {};
-  its.it_interval.tv_sec = time_t(interval_ns_ / 1000000000ull);
-  its.it_interval.tv_nsec = long(interval_ns_ % 1000000000ull);
-  its.it_value = its.it_interval;
-  timer_settime(id, 0, &its, nullptr);
-  timers_.emplace_back(tid, id);
+  for (auto& t : threads_)
+    if (t.tid == tid) return;
+  Thread th{tid, nullptr, -1, -1, 0, 0};
+  std::string dir = "/proc/self/task/" + std::to_string(tid);
+  th.stat_fd = open((dir + "/stat").c_str(), O_RDONLY | O_CLOEXEC);
+  th.syscall_fd = open((dir + "/syscall").c_str(), O_RDONLY | O_CLOEXEC);
+  if (signals_) {
+    sigevent sev {};
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = SIGPROF;
+    sev.sigev_notify_thread_id = tid;
+    timer_t id;
+    if (timer_create(thread_cpu_clock(tid), &sev, &id) == 0) {
+      itimerspec its {};
+      its.it_interval.tv_sec = time_t(interval_ns_ / 1000000000ull);
+      its.it_interval.tv_nsec = long(interval_ns_ % 1000000000ull);
+      its.it_value = its.it_interval;
+      timer_settime(id, 0, &its, nullptr);
+      th.timer = id;
+    }
+  }
+  threads_.push_back(th);
+}
+
+void Sampler::step_aside(const char* why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (aside_.empty()) aside_ = why;
+  signals_ = false;
+  for (auto& t : threads_)
+    if (t.timer) timer_delete(static_cast<timer_t>(t.timer)), t.timer = nullptr;
 }
 
 void Sampler::stop() {
+  bool joined = false;
+  if (running_.exchange(false) && thread_started_ && pthread_self() != pthread_t(thread_)) {
+    pthread_join(pthread_t(thread_), nullptr);
+    joined = true;
+  }
+  thread_started_ = thread_started_ && !joined;
   std::lock_guard<std::mutex> lock(mu_);
   // The handler stays installed: a signal already pending must not meet SIGPROF's default
   // action (terminate).
+  signals_ = false;
+  for (auto& t : threads_) {
+    if (t.timer) timer_delete(static_cast<timer_t>(t.timer));
+    if (t.stat_fd >= 0) close(t.stat_fd);
+    if (t.syscall_fd >= 0) close(t.syscall_fd);
+  }
+  threads_.clear();
+}
+
+void Sampler::reset_after_fork() {
+  // Only the forking thread exists here; the parent's timers and sampler thread do not.
+  new (&mu_) std::mutex;
+  for (auto& t : threads_) {
+    if (t.stat_fd >= 0) close(t.stat_fd);
+    if (t.syscall_fd >= 0) close(t.syscall_fd);
+  }
+  threads_.clear();
   running_ = false;
-  for (auto& t : timers_) timer_delete(static_cast<timer_t>(t.second));
-  timers_.clear();
+  signals_ = false;
+  thread_started_ = false;
+  next_ = 0;
+  dropped_ = 0;
+  if (ring_) memset(static_cast<void*>(ring_), 0, sizeof(Sample) * 64);  // the rest is overwritten before use
+}
+
+std::string Sampler::method() const {
+  std::string m = signals_ || aside_.empty() ? "cpu-timer signals (running threads) + wait states (sleeping threads)"
+                                             : "wait states only (sleeping threads): no running samples";
+  if (!aside_.empty()) m += " (" + aside_ + ")";
+  if (!thread_started_ && running_) m += "; no sampler thread: no waiting samples";
+  return m;
 }
 
 void Sampler::write(FILE* out) const {
+  std::unordered_map<int, size_t> last_run;  // tid -> its latest running sample
   for (size_t i = 0, n = count(); i < n; ++i) {
     const Sample& x = ring_[i];
     if (x.t_ns == 0) continue;  // a slot taken by a signal that had not finished at stop
-    JsonLine("sample").num("tid", x.tid).unum("t_ns", x.t_ns).path("path", Frames(x.pcs, x.pcs + x.n)).write(out);
+    JsonLine j("sample");
+    j.num("tid", x.tid).unum("t_ns", x.t_ns).unum("ns", x.ns);
+    if (x.wait == -1) {
+      last_run[x.tid] = i;
+      j.path("path", Frames(x.pcs, x.pcs + x.n));
+    } else {
+      j.str("wait", syscall_name(x.wait));
+      auto it = last_run.find(x.tid);
+      const Sample* r = it == last_run.end() ? nullptr : &ring_[it->second];
+      j.path("path", r ? Frames(r->pcs, r->pcs + r->n) : Frames());
+    }
+    j.write(out);
   }
 }
 
 size_t Sampler::count() const {
   size_t n = next_.load();
   return n < capacity_ ? n : capacity_;
+}
+
+std::string syscall_name(int nr) {
+#if defined(__x86_64__)
+  static const std::map<int, const char*> names = {
+      {0, "read"}, {1, "write"}, {7, "poll"}, {23, "select"}, {34, "pause"}, {35, "nanosleep"}, {43, "accept"},
+      {45, "recvfrom"}, {47, "recvmsg"}, {61, "wait4"}, {64, "semget"}, {65, "semop"}, {72, "fcntl"},
+      {128, "rt_sigtimedwait"}, {130, "rt_sigsuspend"}, {202, "futex"}, {220, "semtimedop"}, {230, "clock_nanosleep"},
+      {232, "epoll_wait"}, {247, "waitid"}, {270, "pselect6"}, {271, "ppoll"}, {281, "epoll_pwait"},
+      {288, "accept4"}, {299, "recvmmsg"}, {441, "epoll_pwait2"}, {449, "futex_waitv"}};
+  auto it = names.find(nr);
+  if (it != names.end()) return it->second;
+#endif
+  if (nr == -2) return "?";
+  return "syscall " + std::to_string(nr);
+}
+
+namespace {
+
+constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+std::atomic<uint32_t> g_hooked{0};  // bit per signal number
+void (*g_flush)(int) = nullptr;
+
+void on_crash(int sig) {
+  int saved = errno;
+  if (crash_hooked(sig) && g_flush) g_flush(sig);
+  crash_unhook(sig);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigaction(sig, &dfl, nullptr);
+  // Pending while this handler runs (the signal is blocked here); delivered with the default
+  // action as it returns. A fault returns to its instruction and faults again, by default.
+  raise(sig);
+  errno = saved;
+}
+
+}  // namespace
+
+void install_crash_hook(void (*flush)(int)) {
+  g_flush = flush;
+  for (int sig : kCrashSignals) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
+    struct sigaction sa {};
+    sa.sa_handler = &on_crash;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    g_hooked |= 1u << sig;
+    if (sigaction(sig, &sa, nullptr) != 0) g_hooked &= ~(1u << sig);
+  }
+}
+
+bool crash_hooked(int sig) { return sig > 0 && sig < 32 && (g_hooked.load() >> sig & 1u); }
+
+void crash_unhook(int sig) {
+  if (sig > 0 && sig < 32) g_hooked &= ~(1u << sig);
 }
 
 }  // namespace archbench::trace

@@ -87,26 +87,45 @@ FILE* open_trace_file(std::string* path_out);
 /// This process's command line, arguments joined by spaces.
 std::string command_line();
 
-/// Wall-clock sampler of the program's threads (GPU_IDLE_CAUSE): a per-thread POSIX timer on
-/// CLOCK_MONOTONIC signals its thread every interval; the handler stores the thread's stack in a
-/// preallocated ring (no allocation, no lock). Wall clock, not CPU time, so that a thread that
-/// sleeps or blocks while the device idles is sampled too. Signals use SA_RESTART; a plain
-/// nanosleep in the program can still return early with EINTR (as under any profiler's timer).
+/// Sampler of the program's threads (GPU_IDLE_CAUSE) that never interrupts their system calls.
+///
+/// Running threads: a per-thread POSIX timer on the thread's CPU-time clock signals (SIGPROF)
+/// its thread every `interval` of CPU time it uses; the handler stores the stack in a
+/// preallocated ring (no allocation, no lock). Linux sends CPU-timer signals on the thread's way
+/// back to user mode (POSIX_CPU_TIMERS_TASK_WORK, x86 since 5.11): a thread blocked in
+/// nanosleep, poll, select, epoll_wait, sigtimedwait or semtimedop uses no CPU and gets no
+/// signal, so no call returns early with EINTR. On a kernel without it the timer signals at the
+/// scheduler tick, which can land during a system call's own CPU time (a few microseconds before
+/// it blocks): the residual, stated as the method in the process record.
+/// Waiting threads: a sampler thread (all signals blocked, so it never takes one of the
+/// program's) wakes every interval of wall time and reads each thread's state from
+/// /proc/self/task/<tid>/stat; a thread asleep or in uninterruptible wait gets a sample without
+/// a stack, naming the system call it waits in (/proc/self/task/<tid>/syscall). Its call path is
+/// that of the thread's last running sample, when it has one. Each sample carries the time it
+/// stands for (`ns`): CPU time for a running one (the timer's overruns counted: the kernel checks
+/// CPU timers once per scheduler tick), wall time since the last look for a waiting one.
+/// If the program handles SIGPROF itself, the running samples stop (step_aside) and the waiting
+/// ones go on.
 class Sampler {
  public:
   struct Sample {
     int tid;
-    int n;
+    int n;          // frames in pcs
+    int wait;       // -1: a running sample (stack in pcs); else the system call number waited in
     uint64_t t_ns;
+    uint64_t ns;    // time this sample stands for
     void* pcs[30];
   };
-  /// Installs the handler and samples every existing thread every `interval_ns`. False, with
-  /// the reason in `why`, when the signal or a timer cannot be set up.
-  bool start(uint64_t interval_ns, std::string* why);
+  /// Installs the handler, starts the sampler thread and samples every existing thread every
+  /// `interval_ns`. False, with the reason in `why`, when nothing can be sampled. `tick`, when
+  /// given, is called about once a second from the sampler thread (the writers flush there).
+  bool start(uint64_t interval_ns, std::string* why, void (*tick)() = nullptr);
   /// Adds the calling thread (threads created after start call this on their first API call).
   void add_this_thread();
-  /// Stops every timer; samples taken stay readable.
+  /// Stops every timer and the sampler thread; samples taken stay readable.
   void stop();
+  /// Stops the running (signal) samples for good, with the reason (the program handles SIGPROF).
+  void step_aside(const char* why);
   /// Writes every sample as a `sample` record.
   void write(FILE* out) const;
   /// Samples recorded (at most the ring's capacity) and how many did not fit.
@@ -114,19 +133,46 @@ class Sampler {
   uint64_t dropped() const { return dropped_.load(); }
   const Sample& at(size_t i) const { return ring_[i]; }
   uint64_t interval_ns() const { return interval_ns_; }
+  /// How threads are sampled, for the process record ("cpu-timer signals + wait states", or what
+  /// fell back and why).
+  std::string method() const;
+  /// True for this sampler's signal handler (the OpenCL tracer's sigaction() tells it apart).
+  static bool is_own_handler(void (*h)(int, siginfo_t*, void*)) { return h == &on_signal; }
+  /// Forgets every thread and sample (a forked child: its timers and sampler thread are gone).
+  void reset_after_fork();
 
  private:
+  struct Thread { int tid; void* timer; int stat_fd; int syscall_fd; uint64_t last_look; size_t last_run; };
   void add_thread(int tid);
+  void take(int tid, int wait, uint64_t ns, void* const* pcs, int n, uint64_t t);
   static void on_signal(int, siginfo_t*, void*);
+  static void* loop(void*);
   Sample* ring_ = nullptr;
   size_t capacity_ = 0;
   std::atomic<size_t> next_{0};
   std::atomic<uint64_t> dropped_{0};
   uint64_t interval_ns_ = 0;
   std::mutex mu_;
-  std::vector<std::pair<int, void*>> timers_;  // tid, timer_t
-  std::atomic<bool> running_{false};
+  std::vector<Thread> threads_;
+  std::atomic<bool> running_{false};   // waiting samples (the sampler thread)
+  std::atomic<bool> signals_{false};   // running samples (CPU-timer signals)
+  bool thread_started_ = false;
+  unsigned long thread_ = 0;           // pthread_t of the sampler thread
+  void (*tick_)() = nullptr;
+  std::string aside_;                  // why the running samples stopped, if they did
 };
+
+/// The name of system call `nr` on this architecture ("syscall 12" for one not in the table).
+std::string syscall_name(int nr);
+
+/// Fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT)
+/// whose disposition is the default: calls `flush(sig)` when one arrives, then restores the
+/// default and raises it again, so the program dies of it as it would have. Signals the
+/// program handles or ignores are left alone. `hooked(sig)` says whether a signal is ours now;
+/// `unhook(sig)` forgets one (the program installs its own handler).
+void install_crash_hook(void (*flush)(int sig));
+bool crash_hooked(int sig);
+void crash_unhook(int sig);
 
 /// The process's one sampler (the signal handler needs a global).
 Sampler& sampler();
