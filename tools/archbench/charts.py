@@ -48,16 +48,41 @@ def write(path, draw, plain_svg=None):
         except OSError as e:
             return f"{path}: cannot write: {e.strerror or e}"
         return None
-    fig, axis = plt.subplots(figsize=(10, 7))
     try:
-        draw(axis)
-        with plt.rc_context({"svg.fonttype": "none"}):  # text stays text in an SVG
-            fig.savefig(path, format=fmt, dpi=120)
+        data, why = render(draw, fmt, dpi=120)
+        if data is None:
+            return why
+        with open(path, "wb") as f:
+            f.write(data)
     except OSError as e:
         return f"{path}: cannot write: {e.strerror or e}"
+    return None
+
+
+def render(draw, fmt="svg", size=(10, 7), grid=None, dpi=100):
+    """A chart as bytes (SVG or PNG) with matplotlib: (bytes, None), or (None, why) where matplotlib
+    is not importable. draw(axis) gets the one axis, or with grid=(rows, columns) the list of that
+    many axes (the unused ones are hidden when draw leaves them empty)."""
+    import io
+    plt, why = pyplot()
+    if plt is None:
+        return None, why
+    if grid:
+        fig, axes = plt.subplots(*grid, figsize=size, squeeze=False)
+        axes = list(axes.flat)
+    else:
+        fig, axes = plt.subplots(figsize=size)
+    try:
+        draw(axes)
+        for axis in axes if grid else ():
+            if not axis.has_data():
+                axis.set_visible(False)
+        out = io.BytesIO()
+        with plt.rc_context({"svg.fonttype": "none", "svg.hashsalt": "archbench"}):  # text stays text
+            fig.savefig(out, format=fmt, dpi=dpi, metadata={"Date": None} if fmt == "svg" else None)
     finally:
         plt.close(fig)
-    return None
+    return out.getvalue(), None
 
 
 def svg_open(width, height):

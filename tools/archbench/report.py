@@ -1,0 +1,869 @@
+"""One self-contained HTML page of archbench results: device facts, the headline table, a chart for
+every family, the roofline, TopDown and energy, and with several runs the compare and history views.
+
+Usage: archbench_report.py RUN [RUN ...] -o report.html [--format svg|png] [--title TEXT]
+
+A RUN is a results file, a folder (every results *.json below it, merged), or several files joined
+by commas (one run recorded in parts: cuda-quick.json,cuda-peaks.json). Files of schema 1 are
+converted as every tool does. Each benchmark's value is its median over repetitions (the median
+aggregate rows when present, else the median of the iteration rows); failed benchmarks are left
+out of the charts and counted under their chart. With several runs, every chart draws each run
+(its label in the legend), the headline and facts tables have a column per run, and the compare
+view (archbench_compare's verdicts, the first run as the base) and the history view
+(archbench_history's headline figures) are added.
+
+The page holds everything it shows (charts as SVG or PNG data URIs, inline CSS, no script, nothing
+fetched). Charts: matplotlib (Agg); where it is not importable the page is still written with its
+tables, and each chart says why it is missing. Headline figures stand beside the device's
+published limits where the roofline tool knows them (its textbook table).
+
+Charts are table-driven: CHARTS lists (family, title, which rows, kind of chart, caption); rows no
+entry takes get a generic bar chart of their family. Exit: 0 written, 2 bad input (a malformed,
+foreign or unreadable file, no benchmarks, an output that cannot be written), 1 internal error.
+"""
+
+import argparse
+import base64
+import math
+import os
+import re
+import statistics
+import sys
+from dataclasses import dataclass, field
+
+from . import charts, cli, compare, history, roofline, topdown
+from . import results as ar
+from .charts import si
+from .cli import html as escape
+
+TOOL = "archbench_report"
+GB_FIELDS = {"family_index", "per_family_instance_index", "repetitions", "repetition_index", "threads",
+             "iterations", "cpu_time"}
+RATES = ("flop_per_s", "op_per_s", "byte_per_s", "call_per_s")
+METRIC_LABEL = {"flop_per_s": ("throughput", "FLOP/s"), "op_per_s": ("throughput", "op/s"),
+                "byte_per_s": ("bandwidth", "B/s"), "call_per_s": ("calls", "calls/s"),
+                "ns_per_access": ("latency", "ns/access"), "cycles_per_access": ("latency", "cycles/access"),
+                "real_time": ("time per launch", "s"), "watt": ("power", "W"), "joule": ("energy", "J"),
+                "flop_per_joule": ("efficiency", "FLOP/J"), "byte_per_joule": ("efficiency", "B/J"),
+                "slowdown": ("slowdown", "x"), "speedup": ("speedup", "x")}
+TOPDOWN_PARTS = ("retire", "divergence", "frontend", "memory_bound", "core_bound")  # level 1, backend split
+FACTS = ("device", "device_type", "device_vendor", "platform", "platform_version", "driver_version",
+         "runtime_version", "kernel_language", "arch", "compute_units", "max_clock_mhz", "global_mem_bytes",
+         "local_mem_bytes", "cache_bytes", "fp64", "fp16", "bf16", "images", "host_unified_memory",
+         "energy_meter", "host", "date", "archbench_version", "sweep", "filter", "converted_from_schema")
+SIZE_AXES = ("bytes", "square")  # axes that are sizes in bytes
+WIDE = 50  # a range of values wider than this factor is drawn on a log scale
+
+
+# ---------------------------------------------------------------- reading
+
+@dataclass
+class Row:
+    """One benchmark of one run: its axes and the median of each of its counters."""
+    name: str
+    run: int
+    axes: dict
+    values: dict
+    error: str = ""
+
+
+@dataclass
+class Run:
+    """The files of one run, merged."""
+    arg: str
+    files: list
+    context: dict
+    rows: list
+    benches: dict
+    cache_bytes: dict
+    label: str = ""
+
+
+def rows_of(entries, run):
+    """One Row per benchmark: the median of every counter over the median aggregates, else over the
+    iteration rows (real_time in ns); failed benchmarks carry their error."""
+    per = {}
+    for e in entries:
+        r = per.setdefault(ar.base_name(e), {"axes": e.get("axes") or {}, "it": {}, "med": {}, "error": ""})
+        if e.get("error_occurred"):
+            r["error"] = r["error"] or str(e.get("error_message") or "error_occurred")
+            continue
+        kind = e.get("run_type", "iteration")
+        target = r["it"] if kind == "iteration" else r["med"] if e.get("aggregate_name") == "median" else None
+        if target is None:
+            continue
+        for key, value in e.items():
+            value = ar.number(value)
+            if value is None or key in GB_FIELDS or key.endswith("_err"):
+                continue
+            if key == "real_time":
+                value *= ar.TIME_TO_NS.get(e.get("time_unit", "ns"), 1.0)
+            target.setdefault(key, []).append(value)
+    return [Row(name, run, r["axes"], {k: statistics.median(r["med"].get(k) or r["it"][k])
+                                       for k in set(r["it"]) | set(r["med"])}, r["error"])
+            for name, r in per.items()]
+
+
+def read_run(arg, index):
+    """A RUN argument: a file, a folder, or files joined by commas."""
+    parts = [arg] if os.path.exists(arg) else [p for p in arg.split(",") if p]
+    files = [f for p in parts for f in ar.result_files(p)]
+    context, entries, benches, cache_bytes = {}, [], {}, {}
+    for file in files:
+        ctx, es = ar.read_results(file)
+        for key, value in ctx.items():
+            context.setdefault(key, value)
+        cb = ar.number(ar.to_float(ctx.get("cache_bytes")))
+        if cb:
+            backend = str(ctx.get("backend", ""))
+            cache_bytes[backend] = max(cache_bytes.get(backend, 0.0), cb)
+        entries += es
+        ar.add_entries(benches, es, energy=True)
+    return Run(arg, files, context, rows_of(entries, index), benches, cache_bytes)
+
+
+def label_runs(runs):
+    """A short unique label per run: device and backend, then driver, archbench version, date, index."""
+    keys = ("device", "backend", "driver_version", "archbench_version", "date")
+    for n in range(2, len(keys) + 1):
+        labels = [" ".join(str(r.context.get(k, "?")) for k in keys[:n]) for r in runs]
+        if len(set(labels)) == len(labels):
+            break
+    else:
+        labels = [f"{lab} #{i + 1}" for i, lab in enumerate(labels)]
+    for run, lab in zip(runs, labels):
+        run.label = lab
+
+
+# ---------------------------------------------------------------- what a chart is made of
+
+@dataclass
+class Panel:
+    """One axis of a chart, as data: series of (label, xs, ys), or bars over categories."""
+    title: str = ""
+    xlabel: str = ""
+    ylabel: str = ""
+    kind: str = "line"             # line, bars (horizontal, grouped), stacked (horizontal fractions)
+    series: list = field(default_factory=list)      # line: (label, xs, ys); bars/stacked: (label, [v per category])
+    categories: list = field(default_factory=list)
+    logx: bool = False
+    xbytes: bool = False           # x is a size in bytes (log 2, KiB/MiB ticks)
+    logy: object = None            # None: log where the values span more than WIDE
+    marks: list = field(default_factory=list)       # (x, text): a labelled vertical line
+    refs: list = field(default_factory=list)        # (label, xs, ys): dashed reference lines
+
+
+@dataclass
+class Plot:
+    """One chart: panels drawn by the renderer, or a draw(axis) of another tool (the roofline)."""
+    title: str = ""
+    panels: list = field(default_factory=list)
+    draw: object = None
+    svg: str = ""                  # a chart another tool writes as SVG text
+    notes: list = field(default_factory=list)
+
+
+@dataclass
+class Chart:
+    """An entry of CHARTS: which rows (family, axes that must be present, absent or have given
+    values, a counter they must have) and the kind of chart drawn from them."""
+    family: object                 # a family name, or None for every family
+    title: str
+    kind: object                   # kind(rows, page) -> [Plot]
+    caption: str = ""
+    where: dict = field(default_factory=dict)       # axis -> True (present), False (absent), or a tuple of values
+    needs: str = ""                # a counter the rows must have
+    claims: bool = True            # rows drawn here are not drawn again by the generic chart
+
+    def takes(self, row):
+        if self.family is not None and row.axes.get("family") != self.family:
+            return False
+        if self.needs and self.needs not in row.values:
+            return False
+        for axis, want in self.where.items():
+            have = row.axes.get(axis)
+            if want is True and have is None or want is False and have is not None:
+                return False
+            if isinstance(want, tuple) and have not in want:
+                return False
+        return True
+
+
+# ---------------------------------------------------------------- kinds of chart
+
+def metric_of(row, wanted=None):
+    """The counter a chart shows of a row: wanted, else its first rate, else its latency, else its time."""
+    if wanted:
+        return wanted
+    return next((m for m in RATES + ("ns_per_access", "cycles_per_access") if m in row.values), "real_time")
+
+
+def value_label(metrics):
+    """An axis label for the counters drawn: 'throughput (FLOP/s, op/s)'."""
+    metrics = list(dict.fromkeys(metrics))
+    if len(metrics) == 1:
+        return y_label(metrics[0])
+    whats = list(dict.fromkeys(METRIC_LABEL.get(m, (m, ""))[0] for m in metrics))
+    return f"{' / '.join(whats)} ({', '.join(METRIC_LABEL.get(m, ('', m))[1] for m in metrics)})"
+
+
+def series_label(row, keys, page):
+    """A legend entry: the values of the series axes, with the backend and run where they vary."""
+    parts = [roofline.size(row.axes[k]) if k in SIZE_AXES and as_number(row.axes[k]) else str(row.axes[k])
+             for k in keys if row.axes.get(k) is not None]
+    if page.backends > 1:
+        parts.insert(0, str(row.axes.get("backend")))
+    if len(page.runs) > 1:
+        parts.append(f"[{page.runs[row.run].label}]")
+    return " ".join(parts) or row.axes.get("family", "")
+
+
+def y_label(metric):
+    what, unit = METRIC_LABEL.get(metric, (metric, ""))
+    return f"{what} ({unit})" if unit else what
+
+
+def as_number(value):
+    """An axis value as a number where it is one (a width, a size), else None."""
+    return float(value) if ar.number(value) is not None else None
+
+
+def sweep(x, metric=None, series=("op",), panel=None, xbytes=False, logx=True, logy=None, marks=None,
+          xlabel=None, ideal=False):
+    """Lines of a counter over a numeric axis x, one per series (the values of the series axes);
+    panel: an axis (or a function of the axes) that splits the chart into panels; marks: a function
+    (page) -> [(x, text)] of vertical lines (cache sizes, compute-unit multiples); ideal: a dashed
+    line of linear scaling from the first point (speedup)."""
+    def kind(rows, page):
+        panels, used = {}, {}
+        for row in rows:
+            m = metric_of(row, metric)
+            xv, yv = as_number(row.axes.get(x)), row.values.get(m)
+            if xv is None or yv is None:
+                continue
+            key = str(panel(row.axes) if callable(panel) else row.axes.get(panel) if panel else "")
+            panels.setdefault(key, {}).setdefault(series_label(row, series, page), []).append((xv, yv))
+            used.setdefault(key, []).append(m)
+        out = []
+        for key, lines in panels.items():
+            p = Panel(title=key, xlabel=xlabel or x, ylabel=value_label(used[key]), logx=logx, xbytes=xbytes, logy=logy, marks=marks(page) if marks else [])
+            for label, pts in lines.items():
+                pts.sort()
+                p.series.append((label, [a for a, _ in pts], [b for _, b in pts]))
+                if ideal and pts:
+                    x0, y0 = pts[0]
+                    p.refs.append(("linear", [a for a, _ in pts], [y0 * a / x0 for a, _ in pts]))
+            out.append(p)
+        return [Plot(panels=out)] if out else []
+    return kind
+
+
+def bars(category, metric=None, series=(), panel=None, scale=1.0, unit=None, sort=False):
+    """Horizontal bars of a counter per category (an axis, a tuple of axes, or a function of the
+    axes), grouped by series; scale and unit convert the values (real_time in us)."""
+    def cat_of(axes):
+        if callable(category):
+            return category(axes)
+        keys = category if isinstance(category, tuple) else (category,)
+        return " ".join(str(axes.get(k)) for k in keys if axes.get(k) is not None)
+
+    def kind(rows, page):
+        panels = {}
+        for row in rows:
+            m = metric_of(row, metric)
+            v = row.values.get(m)
+            if v is None:
+                continue
+            key = str(row.axes.get(panel, "")) if panel else ""
+            p = panels.setdefault(key, {"cats": [], "vals": {}, "used": []})
+            p["used"].append(m)
+            cat = cat_of(row.axes) or row.name
+            if cat not in p["cats"]:
+                p["cats"].append(cat)
+            p["vals"].setdefault(series_label(row, series, page) if series or len(page.runs) > 1 else "", {})[cat] = v * scale
+        out = []
+        for key, p in panels.items():
+            cats = p["cats"]
+            if sort:
+                first = next(iter(p["vals"].values()))
+                cats = sorted(cats, key=lambda c: -first.get(c, 0))
+            label = value_label(p["used"])
+            out.append(Panel(title=key, kind="bars", categories=cats,
+                             xlabel=label if not unit else f"{label.split(' (')[0]} ({unit})",
+                             series=[(label, [vals.get(c) for c in cats]) for label, vals in p["vals"].items()]))
+        return [Plot(panels=out)] if out else []
+    return kind
+
+
+def topdown_bars(rows, page):
+    """TopDown level 1 with the backend split (retire, divergence, frontend, memory bound, core
+    bound), one stacked bar per family and operation (the mean of its benchmarks' fractions)."""
+    plots = []
+    for i, run in enumerate(page.runs):
+        groups = {}
+        for row in rows:
+            if row.run == i:
+                family = row.axes.get("family", "?")
+                key = family if family == "builtins" else f"{family}/{row.axes.get('op', '')}"
+                groups.setdefault(key, []).append(row)
+        if not groups:
+            continue
+        cats = sorted(groups)
+        series = [(part.replace("_", " "), [statistics.mean(r.values.get("td_" + part, 0.0) for r in groups[c])
+                                            for c in cats]) for part in TOPDOWN_PARTS]
+        labels = [f"{c} ({len(groups[c])})" for c in cats]
+        plots.append(Plot(title=run.label if len(page.runs) > 1 else "", panels=[Panel(
+            kind="stacked", categories=labels, series=series, xlabel="fraction of issue slots (IPC_MAX = 4 per SM)")]))
+    return plots
+
+
+def energy_bars(rows, page):
+    """Power and energy efficiency per benchmark (the meter's watt and *_per_joule counters)."""
+    cats = [r for r in rows if "watt" in r.values]
+    names = [series_label(r, (), page) + " " + r.name.split("/", 2)[-1] for r in cats]
+    eff = [(m, [r.values.get(m) for r in cats]) for m in ("flop_per_joule", "byte_per_joule")
+           if any(r.values.get(m) for r in cats)]
+    panels = [Panel(title="power", kind="bars", categories=names, xlabel="power (W)",
+                    series=[("", [r.values["watt"] for r in cats])])]
+    for m, vals in eff:
+        panels.append(Panel(title=METRIC_LABEL[m][1], kind="bars", categories=names, xlabel=f"energy efficiency ({METRIC_LABEL[m][1]})", series=[("", vals)]))
+    plots = [Plot(panels=panels)] if cats else []
+    for run in page.runs:  # the roofline tool's energy roofline, where FLOP/J and AI are known
+        points = [p for p in roofline.points_of(run.benches) if p["flop_per_joule"]]
+        if points:
+            plots.append(Plot(title=f"energy roofline {run.label}", svg=roofline.energy_svg(
+                points, roofline.compute_energy(run.benches), f"energy roofline of {run.context.get('device', '')}")))
+    return plots
+
+
+def roofline_plots(rows, page):
+    """The roofline tool's chart for each run and precision it has compute peaks for."""
+    plots = []
+    for run in page.runs:
+        if not any(r.run == page.runs.index(run) for r in rows):
+            continue
+        notes = []
+        device = str(run.context.get("device", ""))
+        compute, _ = roofline.compute_peaks(run.benches)
+        bw = roofline.bandwidths(run.benches, 0.15, run.cache_bytes, notes)
+        model = roofline.models(device, compute, bw, roofline.textbook_peaks(device, {}, notes), 0.15)
+        points = roofline.points_of(run.benches)
+        for precision in [p for p in roofline.PRECISIONS if p in compute] or ["float"]:
+            title = f"roofline of {device} ({run.context.get('backend', '')}, {precision})"
+            plots.append(Plot(title=f"{precision}" + (f" {run.label}" if len(page.runs) > 1 else ""),
+                              draw=lambda axis, m=model, b=bw, p=points, pr=precision, t=title:
+                              roofline.draw(axis, m, b, p, pr, t), notes=list(notes)))
+    return plots
+
+
+# ---------------------------------------------------------------- marks from the context
+
+def cache_marks(page):
+    """The cache sizes the contexts give: a CPU device's caches (the host's, as Google Benchmark
+    reads them) and every device's last-level cache (cache_bytes)."""
+    marks = {}
+    for run in page.runs:
+        ctx = run.context
+        if str(ctx.get("device_type", "")).lower() == "cpu" and isinstance(ctx.get("caches"), list):
+            for c in ctx["caches"]:
+                if isinstance(c, dict) and c.get("type") in ("Data", "Unified") and ar.number(c.get("size")):
+                    marks.setdefault(float(c["size"]), f"L{c.get('level', '?')} {roofline.size(c['size'])}")
+        for backend, cb in run.cache_bytes.items():
+            marks.setdefault(cb, f"last-level cache {roofline.size(cb)}")
+    return sorted(marks.items())
+
+
+def unit_marks(page):
+    """1, 2, 4 and 8 times the compute units (work-group counts where a wave fills the device)."""
+    units = {int(u) for r in page.runs if (u := ar.number(ar.to_float(r.context.get("compute_units"))))}
+    return [(u * k, f"{k}x {u} CUs" if k == 1 else f"{k}x") for u in sorted(units) for k in (1, 2, 4, 8)]
+
+
+def bus_kind(axes):
+    """The bus chart's panel: the direction or path of a transfer (its op less the memory kind)."""
+    op = str(axes.get("op", ""))
+    return op.rsplit("_", 1)[0] if "_" in op else op
+
+
+def shape_order(axes):
+    return str(axes.get("shape", ""))
+
+
+# ---------------------------------------------------------------- the table of charts
+
+SCALAR_OPS = ("add", "sub", "mul", "mad", "div")
+STREAM_OPS = ("copy", "mul", "add", "triad", "dot")
+CHARTS = [
+    Chart("latency", "Latency staircase", sweep("bytes", "ns_per_access", xbytes=True, logy=False, marks=cache_marks,
+                                                xlabel="working set"),
+          "One work-item chasing a random cycle over the working set: ns per access, median of the repetitions; "
+          "dashed lines: the cache sizes in the context."),
+    Chart("compute", "Compute per type and width", sweep("width", series=("scalar",), panel="op", xlabel="vector width"),
+          "Peak arithmetic per operation, scalar type and vector width (seed 000 Table I, seed 002 §2.1).",
+          where={"groups": False, "op": SCALAR_OPS, "width": True}),
+    Chart("compute", "Work-group study", sweep("groups", series=("op", "type"), marks=unit_marks, xlabel="work-groups"),
+          "Throughput over the number of work-groups; dashed lines at multiples of the compute units "
+          "(seed 000 Figs. 7-8).", where={"groups": True}),
+    Chart("compute", "Tensor cores and packed integer", bars(("op", "type")),
+          "mma.sync, wgmma and dp4a throughput (CUDA).", where={"op": ("mma", "wgmma", "dp4a")}),
+    Chart("memory", "Stream bandwidth", bars("op", "byte_per_s", series=("type",)),
+          "BabelStream's kernels (copy, mul, add, triad, dot) over device memory, their byte counts.",
+          where={"op": STREAM_OPS}),
+    Chart("memory", "Stride sweep", sweep("stride", "byte_per_s", series=("op",), logx=False, xlabel="stride (elements)"),
+          "Bandwidth over the access stride (seed 002 formula 1).", where={"op": ("stride_read", "stride_write")}),
+    Chart("memory", "Row- and column-major access", sweep("bytes", "byte_per_s", series=("op",), xbytes=True,
+                                                          xlabel="bytes per work-item"),
+          "Row- against column-major access by bytes per work-item (seed 002 §2.3.1).",
+          where={"op": ("row_read", "row_write", "col_read", "col_write")}),
+    Chart("memory", "Load/store per vector width", sweep("width", "byte_per_s", series=("op",), xlabel="vector width"),
+          "Streaming load/store per vector width (a streaming kernel: seed 000 Fig. 9 reuses a cache-resident "
+          "buffer instead).", where={"op": ("load_store",)}),
+    Chart("cache", "Cache bandwidth over working set", sweep("bytes", "byte_per_s", series=("op",), xbytes=True, marks=cache_marks,
+                                                             xlabel="working set"),
+          "Read and read-modify-write bandwidth with reuse inside the kernel (seed 001 §4, kernel A); dashed "
+          "lines: the cache sizes in the context."),
+    Chart("flops", "Flops per element", sweep("flops", "flop_per_s", series=("source", "type"),
+                                              xlabel="FLOP per element loaded"),
+          "The arithmetic-intensity sweep from device memory and from cache (seed 001 §5); the roofline below "
+          "draws the same points against the ceilings."),
+    Chart("local", "Bank conflicts (local memory)", sweep("stride", "byte_per_s", series=("op",), logx=False,
+                                                         xlabel="stride across the work-group (words)"),
+          "Local (shared) memory bandwidth with a stride across the work-group: bank conflicts (seed 002 §2.3.2)."),
+    Chart("constant", "Constant memory", sweep("stride", "byte_per_s", series=("op",), xlabel="stride (elements)"),
+          "Chained reads of a constant array (seed 002 formula 2)."),
+    Chart("divergence", "Divergence", sweep("paths", "flop_per_s", series=("op",), xlabel="paths per warp"),
+          "The same work split into 1 to 32 paths chosen by the lane (seed 002 Fig. 8)."),
+    Chart("divergence", "Divergence slowdown", sweep("paths", "slowdown", series=("op",), xlabel="paths per warp"),
+          "Time over the one-path time of the same run (schema 2 relation 'slowdown').", needs="slowdown",
+          claims=False),
+    Chart("scalability", "Scalability", sweep("items", "byte_per_s", series=("op",), xlabel="work-items"),
+          "Vector add over 64 MiB arrays with 1 to 2^24 work-items (seed 002 §2.5)."),
+    Chart("scalability", "Speedup", sweep("items", "speedup", series=("op",), logy=True, ideal=True,
+                                          xlabel="work-items"),
+          "Speedup over one work-item, same run (schema 2 relation 'speedup'); dashed: linear scaling.",
+          needs="speedup", claims=False),
+    Chart("bus", "Host transfers by size and memory kind", sweep("bytes", "byte_per_s", series=("op",), panel=bus_kind, xbytes=True,
+                                                                 xlabel="transfer size"),
+          "Host to device and back: pageable, pinned, mapped (seed 002 §2.2); CUDA adds both ways at once and "
+          "device-to-device copies.", where={"reuse": False}),
+    Chart("bus", "Reuse of host data", sweep("reuse", "byte_per_s", series=("bytes",), panel="op", xlabel="reuse"),
+          "Bandwidth over reuse per working set and memory kind (seed 001 §6).", where={"reuse": True}),
+    Chart("image", "Image shapes", bars("shape", "byte_per_s", series=("op",)),
+          "read_imagef / write_imagef bandwidth over shapes of one size (seed 002 §2.3.4).", where={"shape": True}),
+    Chart("image", "Image sizes", sweep("square", "byte_per_s", series=("op",), xbytes=True, xlabel="square image size"),
+          "Image bandwidth over square sizes (seed 002 §2.3.4).", where={"square": True}),
+    Chart("builtins", "Builtins", bars("op", "call_per_s", series=("type",), sort=True),
+          "Calls per second of the builtins of seed 002 Table 1 (chains of calls)."),
+    Chart("launch", "Launch latency", bars(("op", "mode", "items"), "real_time", scale=1e-3, unit="us"),
+          "Empty-kernel dispatch (device time per launch), round trip (host clock) and graph replay; "
+          "time per launch in microseconds."),
+    Chart(None, "Roofline", roofline_plots,
+          "The roofline tool's chart (archbench_roofline.py): measured compute and bandwidth ceilings, textbook "
+          "ceilings where the device is known, the flops sweep's points.", where={"family": ("compute", "cache",
+                                                                                              "flops", "memory")},
+          claims=False),
+    Chart(None, "TopDown", topdown_bars,
+          "TopDown (seed 004) from the td_* counters of a --topdown run: retire, divergence, frontend and the "
+          "backend split into memory and core bound; one bar per family and operation (benchmarks in brackets).",
+          needs="td_retire", claims=False),
+    Chart(None, "Energy", energy_bars,
+          "Power and energy efficiency of the benchmarks run with --energy (the meter is in the device facts).",
+          needs="watt", claims=False),
+]
+
+
+def generic(family):
+    """The chart of a family's rows no entry of CHARTS takes: a bar per benchmark."""
+    return Chart(family, f"{family}: other benchmarks" if family in {c.family for c in CHARTS} else family,
+                 bars(lambda axes: "/".join(str(v) for k, v in axes.items() if k not in ("family", "backend"))),
+                 "A bar per benchmark (no chart of its own for these axes yet).")
+
+
+# ---------------------------------------------------------------- drawing
+
+COLORS = [c for c in ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+                      "#bcbd22", "#17becf", "#393b79", "#ad494a", "#637939", "#8c6d31", "#7b4173", "#3182bd")]
+MARKERS = "osD^v<>ph*"
+
+
+def wide(values):
+    values = [v for v in values if v is not None and v > 0]
+    return bool(values) and max(values) / min(values) > WIDE
+
+
+def count(v):
+    """A count on a log-2 axis: 64, 4 Ki, 16 Mi."""
+    for unit, scale in (("Gi", 1024 ** 3), ("Mi", 1024 ** 2), ("Ki", 1024)):
+        if v >= scale and v % scale == 0:
+            return f"{v / scale:g} {unit}"
+    return f"{v:g}"
+
+
+def grid_of(n):
+    cols = min(3, n)
+    return math.ceil(n / cols), cols
+
+
+def size_of(plot):
+    """The figure size (inches) of a plot."""
+    n = len(plot.panels)
+    rows, cols = grid_of(n)
+    bars_tall = max((len(p.categories) * max(1, len(p.series)) ** 0.5 for p in plot.panels
+                     if p.kind != "line"), default=0)
+    height = max(4.2, 0.24 * bars_tall + 1.4) if bars_tall else 4.4
+    return (11 if cols == 1 else 5.4 * cols, height * rows)
+
+
+def draw_panels(axes, panels):
+    """The renderer: each Panel on its axis."""
+    from matplotlib.ticker import EngFormatter, FixedLocator, FuncFormatter, NullLocator, PercentFormatter
+    for axis, p in zip(axes, panels):
+        if p.kind == "line":
+            ys = [y for _, _, s in p.series for y in s]
+            for i, (label, xs, s) in enumerate(p.series):
+                axis.plot(xs, s, marker=MARKERS[i % len(MARKERS)], ms=4, lw=1.5,
+                          color=COLORS[i % len(COLORS)], label=label)
+            for label, xs, s in p.refs:
+                axis.plot(xs, s, "--", color="#999", lw=1, label=label if label not in
+                          [line.get_label() for line in axis.get_lines()[:-1]] else "_")
+            if p.xbytes or p.logx:
+                axis.set_xscale("log", base=2)
+                xs = [x for _, sx, _ in p.series for x in sx if x > 0]
+                if xs:
+                    lo, hi = math.floor(math.log2(min(xs))), math.ceil(math.log2(max(xs)))
+                    step = max(1, math.ceil((hi - lo) / (4 if len(axes) > 1 else 8)))
+                    axis.xaxis.set_major_locator(FixedLocator([2.0 ** e for e in range(lo, hi + 1, step)]))
+                    axis.xaxis.set_minor_locator(NullLocator())
+                axis.xaxis.set_major_formatter(FuncFormatter(lambda v, _: roofline.size(v) if p.xbytes
+                                                             else count(v)))
+            log = wide(ys) if p.logy is None else p.logy
+            if log:
+                axis.set_yscale("log")
+            elif ys:
+                axis.set_ylim(0, max(ys) * 1.1 or 1)
+            axis.yaxis.set_major_formatter(EngFormatter())  # the unit is in the label
+            for x, text in p.marks:
+                lo, hi = axis.get_xlim()
+                if lo <= x <= hi or not p.series:
+                    axis.axvline(x, ls="--", color="#555", lw=0.9)
+                    axis.text(x, 0.98, " " + text, rotation=90, va="top", ha="right", fontsize=7, color="#333",
+                              transform=axis.get_xaxis_transform())
+            if any(label for label, _, _ in p.series) or p.refs:
+                axis.legend(fontsize=7, ncol=1 + len(p.series) // 12)
+        else:
+            n = max(1, len(p.series))
+            height = 0.8 / n
+            for i, (label, vals) in enumerate(p.series):
+                ypos = [k - 0.4 + height * (i + 0.5) for k in range(len(p.categories))]
+                if p.kind == "stacked":
+                    left = [sum(s[1][k] for s in p.series[:i]) for k in range(len(p.categories))]
+                    axis.barh(range(len(p.categories)), vals, left=left, color=COLORS[i % len(COLORS)], label=label)
+                else:
+                    axis.barh(ypos, [v or 0 for v in vals], height=height, color=COLORS[i % len(COLORS)],
+                              label=label or "_")
+            axis.set_yticks(range(len(p.categories)), p.categories, fontsize=7)
+            axis.set_ylim(len(p.categories) - 0.4, -0.6)  # the first category on top
+            if p.kind == "stacked":
+                axis.set_xlim(0, 1)
+                axis.xaxis.set_major_formatter(PercentFormatter(1.0))
+                axis.legend(fontsize=7, loc="lower right", ncol=len(p.series))
+            else:
+                values = [v for _, vals in p.series for v in vals if v]
+                if wide(values):
+                    axis.set_xscale("log")
+                elif values:
+                    axis.set_xlim(0, max(values) * 1.1)
+                axis.xaxis.set_major_formatter(EngFormatter())
+                if len(p.series) > 1:
+                    axis.legend(fontsize=7)
+        axis.set_title(p.title, fontsize=10)
+        axis.set_xlabel(p.xlabel)
+        if p.kind == "line":
+            axis.set_ylabel(p.ylabel)
+        axis.grid(True, which="major", alpha=0.3)
+    if panels:
+        axes[0].figure.tight_layout()
+
+
+def image_of(plot, fmt):
+    """(data URI, None) of a plot, or (None, why not)."""
+    if plot.svg:
+        return "data:image/svg+xml;base64," + base64.b64encode(plot.svg.encode()).decode(), None
+    if plot.draw:
+        data, why = charts.render(plot.draw, fmt, size=(10, 7))
+    else:
+        data, why = charts.render(lambda axes: draw_panels(axes, plot.panels), fmt, size=size_of(plot),
+                                  grid=grid_of(len(plot.panels)))
+    if data is None:
+        return None, why
+    mime = "image/png" if fmt == "png" else "image/svg+xml"
+    return f"data:{mime};base64," + base64.b64encode(data).decode(), None
+
+
+# ---------------------------------------------------------------- the page's parts
+
+@dataclass
+class Page:
+    runs: list
+    backends: int = 1
+
+
+def sections(page, fmt):
+    """[(anchor, title, caption, image URI or None, why not drawn, notes)] of every chart."""
+    out, claimed = [], set()
+    rows = [r for run in page.runs for r in run.rows]
+    families = list(dict.fromkeys(r.axes.get("family", "?") for r in rows))
+    table = list(CHARTS)
+    for chart in list(table):
+        taken = [r for r in rows if chart.takes(r)]
+        if chart.claims:
+            claimed.update(id(r) for r in taken)
+    table += [generic(f) for f in families if any(id(r) not in claimed and r.axes.get("family") == f
+                                                  for r in rows)]
+    for chart in table:
+        generic_chart = chart not in CHARTS
+        taken = [r for r in rows if chart.takes(r) and not (generic_chart and id(r) in claimed)]
+        good = [r for r in taken if not r.error]
+        failed = [r for r in taken if r.error]
+        if not good:
+            continue
+        for plot in chart.kind(good, page):
+            title = chart.title + (f": {plot.title}" if plot.title and len(plot.panels) != 1 or plot.draw
+                                   or plot.svg else "")
+            if plot.panels and len(plot.panels) == 1 and plot.title:
+                plot.panels[0].title = plot.panels[0].title or plot.title
+            uri, why = image_of(plot, fmt)
+            notes = list(plot.notes)
+            notes.append(f"{len(good)} benchmark(s)" + (f"; {len(failed)} failed or skipped, left out (e.g. "
+                                                          f"{failed[0].name}: {failed[0].error})" if failed else ""))
+            anchor = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+            while anchor in {s[0] for s in out}:
+                anchor += "-2"
+            out.append((anchor, title, chart.caption, uri, why, notes))
+    return out
+
+
+def fmt_value(value, unit):
+    if value is None:
+        return "-"
+    if unit == "us":
+        return f"{value * 1e-3:.3g} us"
+    return si(value, unit)
+
+
+def headline(run):
+    """[(group, label, value, unit, limit or None)]: the figures people come for."""
+    out, notes = [], []
+    device = str(run.context.get("device", ""))
+    tb = roofline.textbook_peaks(device, {}, notes)
+    limit = (tb or {}).get("peaks", {})
+    compute, tensor = roofline.compute_peaks(run.benches)
+    for kind in roofline.TYPES:
+        for slot, text in (("fma", "FMA"), ("no_fma", "no FMA")):
+            c = compute.get(kind, {}).get(slot)
+            if c:
+                lim = limit.get(roofline.TEXTBOOK_KEY.get(kind)) if slot == "fma" else None
+                out.append(("peak compute", f"{kind} {text}", c["value"], c["unit"], lim))
+    for key, c in sorted(tensor.items()):
+        out.append(("peak compute", f"tensor {key}", c["value"], c["unit"], None))
+    for op in STREAM_OPS:
+        c = roofline.best_of(run.benches, "memory", (op,), "byte_per_s")
+        if c:
+            out.append(("stream bandwidth", op, c["value"], "B/s", limit.get("dram")))
+    local = roofline.best_of(run.benches, "local", ("read",), "byte_per_s", stride1=True)
+    if local:
+        out.append(("bandwidth", "local/shared memory", local["value"], "B/s", limit.get("shared")))
+    bw = roofline.bandwidths(run.benches, 0.15, run.cache_bytes, notes)
+    for lv in bw["levels"]:
+        out.append(("bandwidth", f"cache plateau {lv['name']} ({lv['range']})", lv["value"], "B/s",
+                    limit.get("dram") if lv.get("device_memory") else None))
+    curves = {}
+    for row in run.rows:
+        if row.axes.get("family") == "latency" and not row.error and "ns_per_access" in row.values \
+                and as_number(row.axes.get("bytes")):
+            curves.setdefault(f"{row.axes.get('backend')}/{row.axes.get('op')}", []).append(
+                (as_number(row.axes["bytes"]), row.values["ns_per_access"]))
+    for key, pts in sorted(curves.items()):
+        pts.sort()
+        for n, (lo, hi) in enumerate(roofline.find_plateaus([v for _, v in pts], 0.15)):
+            out.append(("latency", f"level {n + 1} ({roofline.size(pts[lo][0])} - {roofline.size(pts[hi - 1][0])})"
+                        + ("" if len(curves) == 1 else f" {key}"),
+                        statistics.median(v for _, v in pts[lo:hi]), "ns", None))
+    transfers = {}
+    for row in run.rows:
+        if row.axes.get("family") == "bus" and "reuse" not in row.axes and not row.error \
+                and row.values.get("byte_per_s"):
+            op = str(row.axes.get("op"))
+            transfers[op] = max(transfers.get(op, 0.0), row.values["byte_per_s"])
+    for op, v in sorted(transfers.items()):
+        out.append(("host transfers (best over sizes)", op.replace("_", " "), v, "B/s", None))
+    for row in run.rows:
+        if row.axes.get("family") == "launch" and not row.error and "real_time" in row.values:
+            out.append(("launch latency", " ".join(str(row.axes.get(k, "")) for k in ("op", "mode", "items")
+                                                   if k in row.axes), row.values["real_time"], "us", None))
+    return out, tb
+
+
+# ---------------------------------------------------------------- HTML
+
+CSS = """body{font-family:sans-serif;margin:1.5em auto;max-width:1200px;color:#222;padding:0 1em}
+table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;
+text-align:left;vertical-align:top}td.n{text-align:right;white-space:nowrap}th{background:#f3f3f3}
+section.chart{margin:2em 0;border-top:1px solid #ddd;padding-top:.5em}img{max-width:100%;height:auto}
+figcaption{font-size:13px;color:#444;margin:.3em 0}.note{font-size:12px;color:#666;margin:.2em 0}
+nav{font-size:13px;columns:3}nav a{display:block}.missing{padding:2em;background:#fafafa;color:#a00}"""
+
+
+def table(header, rows, numeric=()):
+    out = ["<table>", "<tr>" + "".join(f"<th>{escape(h)}</th>" for h in header) + "</tr>"]
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td{' class=n' if i in numeric else ''}>{escape(c)}</td>"
+                                    for i, c in enumerate(row)) + "</tr>")
+    return out + ["</table>"]
+
+
+def facts_html(page):
+    keys = [k for k in FACTS if any(k in r.context for r in page.runs)]
+    rows = [[k] + [str(r.context.get(k, "")) for r in page.runs] for k in keys]
+    rows.append(["files"] + [", ".join(os.path.relpath(f) if not os.path.isabs(r.arg) else f for f in r.files)
+                             for r in page.runs])
+    return table(["fact"] + [r.label for r in page.runs], rows)
+
+
+def headline_html(page):
+    per_run = [headline(r) for r in page.runs]
+    keys = list(dict.fromkeys((g, lab) for figs, _ in per_run for g, lab, *_ in figs))
+    rows = []
+    for group, lab in keys:
+        cells = []
+        for figs, _ in per_run:
+            f = next((f for f in figs if (f[0], f[1]) == (group, lab)), None)
+            if f is None:
+                cells.append("-")
+                continue
+            text = fmt_value(f[2], f[3])
+            if f[4]:
+                text += f" ({f[2] / f[4]:.0%} of {fmt_value(f[4], f[3])})"
+            cells.append(text)
+        rows.append([group, lab] + cells)
+    out = table(["", "figure"] + [r.label for r in page.runs], rows, numeric=range(2, 2 + len(page.runs)))
+    sources = [f"{r.label}: {tb['source']}" for r, (_, tb) in zip(page.runs, per_run) if tb]
+    out.append("<p class=note>Medians over repetitions; peaks are the best over widths and backends. Limits: "
+               + (escape("; ".join(sources)) if sources else "no published limits known for this device (the "
+                  "roofline tool's textbook table)") + ".</p>")
+    return out
+
+
+def compare_html(page, fmt):
+    """archbench_compare's verdicts of every later run against the first, with a chart of the changes."""
+    base = page.runs[0]
+    out = []
+    for run in page.runs[1:]:
+        args = compare.parse_args([base.label, run.label])
+        report = compare.compare(base.benches, run.benches, args)
+        out.append(f"<h3>{escape(run.label)} against {escape(base.label)}</h3>")
+        out.append(f"<p>{escape(compare.title(report))}</p>")
+        diff = compare.context_diff({k: [v] for k, v in base.context.items()}, {k: [v] for k, v in run.context.items()})
+        if diff:
+            out += table(["context", "base", "new"], diff)
+        rows = compare.table_rows(report, str)
+        if rows:
+            out += table(compare.HEADER, rows[:200], numeric=(2, 3, 4, 5, 6))
+        changes = sorted(((name, r["change"], key) for key in compare.VERDICTS for name, rs in report[key]
+                          for r in rs if r["metric"] == "real_time"), key=lambda c: -abs(c[1]))[:40]
+        if changes:
+            cats = [c[0] for c in changes][::-1]
+            series = [(v, [c[1] * 100 if c[2] == v else None for c in changes][::-1])
+                      for v in compare.VERDICTS if any(c[2] == v for c in changes)]
+            plot = Plot(panels=[Panel(kind="bars", categories=cats, series=series,
+                                      xlabel="change of the median time (%)")])
+            uri, why = image_of(plot, fmt)
+            out.append(img(uri, why, "changes of the median time"))
+            out.append("<p class=note>The 40 largest changes of the median time, coloured by verdict (a time "
+                       "that grows is a slowdown).</p>")
+    return out
+
+
+def history_html(page, fmt):
+    """archbench_history's headline figures, a row per run in date order, and its charts."""
+    runs = sorted(page.runs, key=lambda r: history.run_time(r.context))
+    groups = [(r.label, str(r.context.get("runtime_version", "?")), str(r.context.get("archbench_version", "?")),
+               str(r.context.get("date", ""))[:10], len(r.files), history.headlines(r.benches)) for r in runs]
+    cols = history.chart_columns(groups)
+    out = table(["run", "date"] + [lab for _, lab, _ in cols],
+                [[g[0], g[3]] + [history.fmt(g[-1].get(k)) for k, _, _ in cols] for g in groups],
+                numeric=range(2, 2 + len(cols)))
+    if cols:
+        devices = ", ".join(dict.fromkeys(str(r.context.get("device", "")) for r in runs))
+        data, why = charts.render(lambda axis: history.draw_chart(axis, groups, devices), fmt,
+                                  size=(12, 3.6 * math.ceil(len(cols) / 3) + 1))
+        uri = f"data:{'image/png' if fmt == 'png' else 'image/svg+xml'};base64," + \
+            base64.b64encode(data).decode() if data else None
+        out.append(img(uri, why, "history"))
+    return out
+
+
+def img(uri, why, alt):
+    if uri:
+        return f'<img src="{uri}" alt="{escape(alt)}">'
+    return f'<div class="missing">chart not drawn: {escape(why)}</div>'
+
+
+def page_html(page, fmt, title):
+    parts = sections(page, fmt)
+    body = [f"<h1>{escape(title)}</h1>",
+            "<p class=note>Written by tools/archbench_report.py from the files listed under the device facts; "
+            "values are medians over repetitions.</p>", "<nav>"]
+    extra = [("facts", "Device facts"), ("headline", "Headline")]
+    if len(page.runs) > 1:
+        extra += [("compare", "Compare"), ("history", "History")]
+    body += [f'<a href="#{a}">{escape(t)}</a>' for a, t in extra + [(s[0], s[1]) for s in parts]]
+    body += ["</nav>", '<section id="facts"><h2>Device facts</h2>'] + facts_html(page) + ["</section>"]
+    body += ['<section id="headline"><h2>Headline</h2>'] + headline_html(page) + ["</section>"]
+    if len(page.runs) > 1:
+        body += ['<section id="compare" class="chart"><h2>Compare</h2>'] + compare_html(page, fmt) + ["</section>"]
+        body += ['<section id="history" class="chart"><h2>History</h2>'] + history_html(page, fmt) + ["</section>"]
+    for anchor, name, caption, uri, why, notes in parts:
+        body.append(f'<section id="{anchor}" class="chart"><h2>{escape(name)}</h2><figure>{img(uri, why, name)}'
+                    f"<figcaption>{escape(caption)}</figcaption></figure>")
+        body += [f"<p class=note>{escape(n)}</p>" for n in notes]
+        body.append("</section>")
+    return ("<!DOCTYPE html>\n<html lang=en><head><meta charset=utf-8>"
+            f"<meta name=viewport content='width=device-width'><title>{escape(title)}</title>"
+            f"<style>{CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+# ---------------------------------------------------------------- main
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        description="One self-contained HTML page of archbench results: device facts, the headline table, a "
+                    "chart for every family (roofline, TopDown, energy included), and with several runs the "
+                    "compare and history views. Exit 0 written, 2 bad input.",
+        epilog="A RUN is a results file, a folder (its *.json results, merged) or files joined by commas (one run "
+               "recorded in parts). Several RUNs: each chart draws every run; the compare view takes the first "
+               "as the base.")
+    p.add_argument("runs", nargs="+", metavar="RUN", help="results file, folder, or FILE,FILE... of one run")
+    p.add_argument("-o", "--output", required=True, metavar="FILE.html", help="the page to write")
+    p.add_argument("--format", choices=("svg", "png"), default="svg", help="chart images (default svg)")
+    p.add_argument("--title", help="page title (default: the runs' labels)")
+    return p.parse_args(argv)
+
+
+def run(argv):
+    args = parse_args(argv)
+    runs = [read_run(arg, i) for i, arg in enumerate(args.runs)]
+    if not any(r.rows for r in runs):
+        raise ar.InputError(f"{', '.join(args.runs)}: no benchmarks in the results")
+    label_runs(runs)
+    page = Page(runs, len({r.axes.get("backend") for run in runs for r in run.rows}))
+    if charts.pyplot()[0] is None:
+        print(f"{TOOL}: warning: {charts.pyplot()[1]}: the page has tables only", file=sys.stderr)
+    title = args.title or "archbench report: " + " vs ".join(r.label for r in runs)
+    ar.write_file(args.output, page_html(page, args.format, title))
+    print(f"wrote {args.output} ({os.path.getsize(args.output) / 1e6:.2f} MB, {len(runs)} run(s))")
+    return 0
+
+
+def main(argv=None):
+    return cli.run(TOOL, run, argv)
