@@ -45,6 +45,37 @@ class TopDownTool(unittest.TestCase):
         self.assertEqual(j["context"]["date"], "2026-11-22T12:00:00Z")
         self.assertIn("TOTAL", p.stdout)
 
+    def test_sampled_launches_stand_for_their_shape(self):
+        # Kernel a: 2 of 10 launches profiled, the 8 others 800 ns in activity records; kernel b:
+        # 1 of 3 profiled and no activity records (each counts at the profiled mean); kernel c
+        # could not be replayed (host memory): time only.
+        proc = {"type": "process", "pid": 1, "command": "x", "start_ns": 0, "date": "d"}
+        recs = [proc, kernel(0, "a", 0, 100, 0.5, 0.1, 0.1, 0.3), kernel(1, "a", 1, 100, 0.7, 0.1, 0.1, 0.1),
+                kernel(2, "b", 0, 300, 0.2, 0.0, 0.2, 0.6),
+                {"type": "unreplayable", "name": "c", "mangled": "c", "seq": 3, "reason": "argument 0 points into host memory"},
+                {"type": "shape", "name": "a", "mangled": "a", "grid": [1, 1, 1], "block": [32, 1, 1], "launches": 10,
+                 "profiled": 2, "unreplayable": 0, "unprofiled_records": 8, "unprofiled_ns": 800},
+                {"type": "shape", "name": "b", "mangled": "b", "grid": [1, 1, 1], "block": [32, 1, 1], "launches": 3,
+                 "profiled": 1, "unreplayable": 0},
+                {"type": "shape", "name": "c", "mangled": "c", "grid": [1, 1, 1], "block": [1, 1, 1], "launches": 1,
+                 "profiled": 0, "unreplayable": 1, "unprofiled_records": 1, "unprofiled_ns": 100},
+                {"type": "end", "profiled": 3, "unprofiled": 11, "unreplayable": 1, "passes": 6, "sample": 2,
+                 "unprofiled_time": "CUPTI kernel activity records"}]
+        p, j = self.run_tool(recs)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        k = {r["kernel"]: r for r in j["kernels"]}
+        self.assertEqual((k["a"]["launches"], k["a"]["profiled"]), (10, 2))
+        self.assertAlmostEqual(k["a"]["gpu_time_s"], 1000e-9)
+        self.assertAlmostEqual(k["b"]["gpu_time_s"], 900e-9)
+        self.assertAlmostEqual(k["c"]["gpu_time_s"], 100e-9)
+        self.assertNotIn("retire", k["c"])
+        self.assertAlmostEqual(k["a"]["retire"], 0.6)
+        # The total weights a by 1000 ns and b by 900 ns (c has no fractions).
+        self.assertAlmostEqual(j["total"]["retire"], (0.6 * 1000 + 0.2 * 900) / 1900)
+        self.assertAlmostEqual(k["b"]["time_share"], 900 / 2000)
+        self.assertEqual(j["context"]["unreplayable"][0]["kernel"], "c")
+        self.assertIn("not replayable, ran natively: c", p.stdout)
+
     def test_malformed_file_is_an_error_with_its_line(self):
         p, _ = self.run_tool([{"type": "process", "pid": 1}, {"type": "kernel", "name": "a"}])
         self.assertEqual(p.returncode, 2)

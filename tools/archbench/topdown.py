@@ -5,8 +5,14 @@ launch by launch.
   archbench_topdown.py [options] --report RAW.jsonl     analyse a file an earlier run wrote
 
 The program runs twice: natively (wall time), then with libarchbench_topdown.so injected by
-CUDA_INJECTION64_PATH (CUPTI's range profiler, each kernel launch one range replayed by CUPTI as
-many passes as the counters need). The overhead is the ratio of the two wall times. The TopDown
+CUDA_INJECTION64_PATH (CUPTI's range profiler, each profiled launch one range replayed by CUPTI as
+many passes as the counters need). By default the first 2 launches of each kernel and launch shape
+(grid, block) are profiled (--sample; --sample 0 profiles every launch) and the others run
+natively: their GPU time, from CUPTI's kernel activity records, weights the profiled ones, so a
+kernel's fractions are its profiled launches' and the totals weight kernels by all their GPU time.
+A launch that cannot be replayed (an argument in host memory: the kernel may wait for a flag the
+host sets later, and a replay cannot restore host memory) runs natively and is listed as such.
+The overhead is the ratio of the two wall times. The TopDown
 fractions (of IPC_MAX = 4 warp-instructions a cycle per SM) are computed by the library with the
 very arithmetic of archbench's td_* counters (fixtures/meters/topdown.cpp); this script only weights
 them by each launch's GPU time (gpu__time_duration) and prints them.
@@ -79,7 +85,7 @@ def timed(cmd, env):
 
 def load(path):
     """The raw records, by type; a malformed line is an error naming the file and line."""
-    recs = {"process": [], "profiler": [], "kernel": [], "error": [], "end": []}
+    recs = {"process": [], "profiler": [], "kernel": [], "error": [], "end": [], "shape": [], "unreplayable": []}
     for no, line in enumerate(cli.read_lines(path), 1):
         if not line.strip():
             continue
@@ -88,6 +94,8 @@ def load(path):
             recs.setdefault(r["type"], []).append(r)
             if r["type"] == "kernel":
                 float(r["duration_ns"]), r["name"], dict(r["topdown"])
+            if r["type"] == "shape":
+                int(r["launches"]), r["name"], float(r.get("unprofiled_ns", 0))
         except (ValueError, KeyError, TypeError) as e:
             raise BadFile(f"{path}:{no}: not a TopDown record ({e})")
     if not recs["process"]:
@@ -118,21 +126,77 @@ def weighted(launches, cols):
     return out
 
 
+def shape_key(r):
+    return (r.get("mangled", r["name"]), tuple(r.get("grid", [])), tuple(r.get("block", [])))
+
+
+def launch_weights(recs):
+    """Each profiled launch's weight: the GPU time it stands for. Without shape records (every
+    launch profiled, or an older file) its own duration; with them, its shape's whole GPU time
+    (profiled durations plus the unprofiled launches' activity time, or where those records are
+    missing the shape's profiled mean for each) shared among the shape's profiled launches.
+    Returns (weights by seq, per-kernel totals {name: (launches, gpu_ns)})."""
+    launches = [k for k in recs["kernel"] if k["topdown"]]
+    if not recs.get("shape"):
+        totals = {}
+        for k in launches:
+            n, t = totals.get(k["name"], (0, 0.0))
+            totals[k["name"]] = (n + 1, t + float(k["duration_ns"]))
+        return {k["seq"]: float(k["duration_ns"]) for k in launches}, totals
+    by_shape = {}
+    for k in launches:
+        by_shape.setdefault(shape_key(k), []).append(k)
+    weights, totals = {}, {}
+    for sh in recs["shape"]:
+        ks = by_shape.get(shape_key(sh), [])
+        profiled_ns = sum(float(k["duration_ns"]) for k in ks)
+        others = int(sh["launches"]) - len(ks)
+        if "unprofiled_ns" in sh and int(sh.get("unprofiled_records", 0)) >= others:
+            rest = float(sh["unprofiled_ns"])
+        else:  # no activity records: the profiled mean for each launch not profiled
+            rest = others * (profiled_ns / len(ks)) if ks else float(sh.get("unprofiled_ns", 0.0))
+        shape_ns = profiled_ns + rest
+        for k in ks:
+            weights[k["seq"]] = shape_ns / len(ks)
+        n, t = totals.get(sh["name"], (0, 0.0))
+        totals[sh["name"]] = (n + int(sh["launches"]), t + shape_ns)
+    return weights, totals
+
+
+def weighted(launches, cols, weights):
+    """Each column's mean over launches weighted by the GPU time each stands for (plain mean if
+    no time)."""
+    total = sum(weights.get(k["seq"], 0.0) for k in launches)
+    out = {}
+    for c in cols:
+        vals = [(weights.get(k["seq"], 0.0), k["topdown"].get("td_" + c)) for k in launches]
+        vals = [(w, v) for w, v in vals if v is not None]
+        if not vals:
+            continue
+        if total > 0:
+            out[c] = sum(w * v for w, v in vals) / sum(w for w, _ in vals)
+        else:
+            out[c] = sum(v for _, v in vals) / len(vals)
+    return out
+
+
 def analyse(recs, level):
     launches = [k for k in recs["kernel"] if k["topdown"]]
     cols = LEVEL1 + (LEVEL2 if level >= 2 else []) + (level3_columns(launches) if level >= 3 else [])
-    total_ns = sum(float(k["duration_ns"]) for k in launches)
+    weights, totals = launch_weights(recs)
+    total_ns = sum(t for _, t in totals.values())
     by_name = {}
     for k in launches:
         by_name.setdefault(k["name"], []).append(k)
     kernels = []
-    for name, ks in by_name.items():
-        t = sum(float(k["duration_ns"]) for k in ks)
-        kernels.append({"kernel": name, "launches": len(ks), "gpu_time_s": t * 1e-9,
-                        "time_share": t / total_ns if total_ns else 0.0, **weighted(ks, cols)})
+    for name, (n, t) in totals.items():
+        ks = by_name.get(name, [])
+        kernels.append({"kernel": name, "launches": n, "profiled": len(ks), "gpu_time_s": t * 1e-9,
+                        "time_share": t / total_ns if total_ns else 0.0, **weighted(ks, cols, weights)})
     kernels.sort(key=lambda r: -r["gpu_time_s"])
-    total = {"kernel": "TOTAL (time-weighted)", "launches": len(launches), "gpu_time_s": total_ns * 1e-9,
-             "time_share": 1.0 if launches else 0.0, **weighted(launches, cols)}
+    total = {"kernel": "TOTAL (time-weighted)", "launches": sum(n for n, _ in totals.values()),
+             "profiled": len(launches), "gpu_time_s": total_ns * 1e-9,
+             "time_share": 1.0 if launches else 0.0, **weighted(launches, cols, weights)}
     invocations = [{"seq": k["seq"], "kernel": k["name"], "invocation": k["invocation"],
                     "gpu_time_s": float(k["duration_ns"]) * 1e-9, "grid": k.get("grid", []),
                     "block": k.get("block", []), **{c: k["topdown"].get("td_" + c) for c in cols}}
@@ -163,8 +227,11 @@ def run(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--level", type=int, choices=[1, 2, 3], default=1, help="TopDown level shown (default 1)")
     ap.add_argument("--kernel", help="profile only kernels whose name (demangled or mangled) matches this regex")
+    ap.add_argument("--sample", type=int, default=2, metavar="N",
+                    help="profile the first N launches of each kernel and launch shape; the others run "
+                         "natively and count by their GPU time (default 2; 0: every launch)")
     ap.add_argument("--max-launches", type=int, default=0,
-                    help="profile at most N launches of each kernel; later ones run unobserved (default: all)")
+                    help="profile at most N launches of each kernel; later ones run unobserved (default: no limit)")
     ap.add_argument("--by-invocation", action="store_true", help="also list every launch in order (seed 004 5.3)")
     ap.add_argument("--json", help="write the analysis as JSON here")
     ap.add_argument("--csv", help="write the per-kernel table (and with --by-invocation, launches) as CSV here")
@@ -178,7 +245,9 @@ def run(argv):
     if bool(cmd) == bool(a.report):
         ap.error("give either -- PROGRAM [ARGS...] or --report RAW.jsonl")
 
-    context = {"level": a.level, "kernel_filter": a.kernel or "", "max_launches": a.max_launches}
+    if a.sample < 0 or a.max_launches < 0:
+        ap.error("--sample and --max-launches take a count >= 0")
+    context = {"level": a.level, "kernel_filter": a.kernel or "", "max_launches": a.max_launches, "sample": a.sample}
     rc = 0
     if cmd:
         lib = find_lib(a.lib)
@@ -193,7 +262,8 @@ def run(argv):
                 print(f"archbench_topdown: the program exited with {native_rc} natively", file=sys.stderr)
         env = cupti_env(dict(os.environ))
         env.update({"CUDA_INJECTION64_PATH": lib, "ARCHBENCH_TOPDOWN_OUT": raw,
-                    "ARCHBENCH_TOPDOWN_KERNEL": a.kernel or "", "ARCHBENCH_TOPDOWN_MAX": str(a.max_launches)})
+                    "ARCHBENCH_TOPDOWN_KERNEL": a.kernel or "", "ARCHBENCH_TOPDOWN_MAX": str(a.max_launches),
+                    "ARCHBENCH_TOPDOWN_SAMPLE": str(a.sample)})
         rc, profiled_s = timed(cmd, env)
         context["profiled_s"] = profiled_s
         if "native_s" in context and context["native_s"] > 0:
@@ -212,12 +282,21 @@ def run(argv):
     for e in recs["error"]:
         print(f"archbench_topdown: not profiled: {e.get('reason')}", file=sys.stderr)
     for e in recs["end"][:1]:
-        context.update({"launches_profiled": e["profiled"], "launches_unprofiled": e["unprofiled"]})
+        context.update({"launches_profiled": e["profiled"], "launches_unprofiled": e["unprofiled"],
+                        "launches_unreplayable": e.get("unreplayable", 0),
+                        "unprofiled_time": e.get("unprofiled_time", ""), "sample": e.get("sample", a.sample)})
+    context["unreplayable"] = [{"kernel": u["name"], "reason": u["reason"]} for u in recs["unreplayable"]]
     cols, kernels, total, invocations, failed = analyse(recs, a.level)
 
     print(f"TopDown level {a.level}, fractions of IPC_MAX (4 warp-instructions per SM per cycle), "
           f"weighted by GPU time" + (f"; chip {context['chip']}, {context['passes']} passes" if "chip" in context else ""))
     print(table(kernels + [total], cols))
+    if "launches_profiled" in context:
+        print(f"{context['launches_profiled']} launches profiled (first {context['sample'] or 'all'} of each kernel "
+              f"and shape), {context['launches_unprofiled']} run natively; their time from "
+              f"{context.get('unprofiled_time') or 'their profiled mean'}")
+    for u in context["unreplayable"]:
+        print(f"not replayable, ran natively: {short(u['kernel'])}: {u['reason']}")
     if a.by_invocation:
         print("\nBy launch:")
         rows = [dict(r, launches=r["invocation"], time_share=r["gpu_time_s"] / total["gpu_time_s"]

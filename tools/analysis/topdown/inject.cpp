@@ -8,13 +8,30 @@
 //   ARCHBENCH_TOPDOWN_KERNEL  ECMAScript regex; only kernels whose demangled or mangled name
 //                             matches it are profiled (others run natively, unobserved)
 //   ARCHBENCH_TOPDOWN_MAX     profile at most this many launches of each kernel (0: all)
+//   ARCHBENCH_TOPDOWN_SAMPLE  profile the first N launches of each kernel and launch shape (grid,
+//                             block), default 2; 0: every launch. The others run natively, and
+//                             their GPU time (CUPTI's activity records, or where those cannot be
+//                             had, the shape's measured mean) weights the profiled ones.
+//   ARCHBENCH_TOPDOWN_WATCHDOG_S  seconds a profiled launch may replay before the library says
+//                             on stderr that it may never end (default 20)
+//
+// What cannot be replayed is not: a launch whose arguments point into host memory (mapped or
+// registered) may read a flag the host sets only after the launch returns (a spin kernel, as in
+// nvbandwidth or archbench's own CUDA timer), which a replay inside the launch call would wait
+// for forever; and a replay cannot restore host memory a kernel writes. Such a launch runs
+// natively and an "unreplayable" record says why.
 #include <cuda.h>
 #include <cupti.h>
 #include <cxxabi.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <set>
+#include <thread>
 #include <ctime>
 #include <map>
 #include <memory>
@@ -35,7 +52,7 @@ namespace {
 constexpr std::size_t kRangesPerFlush = 64;  // launches decoded together
 
 struct Launch {
-  std::string name, mangled;
+  std::string name, mangled, shape;
   std::vector<int64_t> grid, block;
   std::uint64_t seq = 0, invocation = 0, host_ns = 0;
 };
@@ -56,7 +73,18 @@ struct State {
   std::uint64_t max_per_kernel = 0;
   std::map<CUcontext, Context> contexts;
   std::map<std::string, std::uint64_t> launched;  // kernel -> launches seen
-  std::uint64_t seq = 0, profiled = 0, skipped = 0;
+  // Per kernel and launch shape: launches, those profiled, those that could not be.
+  struct Shape {
+    std::string name, mangled;
+    std::vector<int64_t> grid, block;
+    std::uint64_t launches = 0, profiled = 0, unreplayable = 0;
+  };
+  std::map<std::string, Shape> shapes;                // shape key -> totals
+  std::map<std::string, std::uint64_t> profiled_of;  // kernel -> launches profiled
+  std::uint64_t sample = 2;                           // first N launches of each shape (0: all)
+  bool activity = false;                              // CUPTI kernel activity records enabled
+  std::string activity_detail;
+  std::uint64_t seq = 0, profiled = 0, skipped = 0, unreplayable = 0;
   std::size_t passes = 0;
   bool done = false;
 };
@@ -144,39 +172,177 @@ ab::RangeProfiler* profiler_for(State& s, CUcontext ctx, Context& c) {
 
 bool wanted(State& s, const std::string& name, const std::string& mangled) {
   if (s.filter && !std::regex_search(name, *s.filter) && !std::regex_search(mangled, *s.filter)) return false;
-  return s.max_per_kernel == 0 || s.launched[name] < s.max_per_kernel;
+  return s.max_per_kernel == 0 || s.profiled_of[name] < s.max_per_kernel;
 }
 
+// The kernel activity records (GPU time of the launches not profiled), kept apart from the state
+// above: CUPTI delivers them on its own thread, also while the state's lock is held (at exit).
+struct Activity {
+  std::mutex mu;
+  std::set<std::uint32_t> profiled;  // correlation ids (driver and runtime) of profiled launches
+  std::map<std::string, std::pair<std::uint64_t, double>> by_shape;  // shape -> records, ns
+};
+Activity& activity() {
+  static Activity* a = new Activity;
+  return *a;
+}
+
+std::string shape_key(const std::string& mangled, const std::vector<int64_t>& grid, const std::vector<int64_t>& block) {
+  std::string k = mangled;
+  for (const auto* dims : {&grid, &block})
+    for (int64_t v : *dims) k.append(1, '|').append(std::to_string(v));
+  return k;
+}
+
+void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *size = 1 << 20;
+  *buffer = static_cast<uint8_t*>(aligned_alloc(8, *size));
+  *max_records = 0;
+}
+
+void CUPTIAPI on_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  Activity& a = activity();
+  CUpti_Activity* r = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(a.mu);
+    while (cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
+      if (r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
+      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(r);
+      if (a.profiled.count(k->correlationId) || !k->name) continue;  // replays: timed by the profiler
+      auto& t = a.by_shape[shape_key(k->name, {k->gridX, k->gridY, k->gridZ}, {k->blockX, k->blockY, k->blockZ})];
+      t.first += 1;
+      t.second += double(k->end - k->start);
+    }
+  }
+  std::free(buffer);
+}
+
+// A launch's function, arguments and geometry, from its driver call's parameters.
+struct LaunchArgs {
+  CUfunction f = nullptr;
+  void** params = nullptr;
+  std::vector<int64_t> grid, block;
+};
+LaunchArgs launch_args(const CUpti_CallbackData* cb, CUpti_CallbackId id) {
+  LaunchArgs a;
+  if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
+    const auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
+    a.f = p->f, a.params = p->kernelParams;
+    if (p->config) {
+      a.grid = {p->config->gridDimX, p->config->gridDimY, p->config->gridDimZ};
+      a.block = {p->config->blockDimX, p->config->blockDimY, p->config->blockDimZ};
+    }
+  } else {  // cuLaunchKernel and cuLaunchCooperativeKernel: the same leading fields
+    const auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams);
+    a.f = p->f, a.params = p->kernelParams;
+    a.grid = {p->gridDimX, p->gridDimY, p->gridDimZ};
+    a.block = {p->blockDimX, p->blockDimY, p->blockDimZ};
+  }
+  return a;
+}
+
+// Why a launch cannot be replayed ("" when it can): an argument that points into host memory.
+std::string unreplayable(const LaunchArgs& a) {
+  if (!a.f || !a.params) return "";
+  std::size_t off = 0, size = 0;
+  for (std::size_t i = 0; cuFuncGetParamInfo(a.f, i, &off, &size) == CUDA_SUCCESS; ++i) {
+    if (size != sizeof(std::uint64_t)) continue;
+    std::uint64_t v = 0;
+    std::memcpy(&v, a.params[i], sizeof v);
+    unsigned int type = 0;
+    if (v && cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, static_cast<CUdeviceptr>(v)) == CUDA_SUCCESS &&
+        type == CU_MEMORYTYPE_HOST)
+      return "argument " + std::to_string(i) +
+             " points into host memory: a replay cannot restore it, and the kernel may wait for the host";
+  }
+  return "";
+}
+
+// The watchdog's view of the launch being replayed now (0: none).
+std::atomic<std::uint64_t> g_replay_since{0};
+std::atomic<std::uint64_t> g_replay_seq{0};
+thread_local bool t_profiling = false;              // this thread's launch call is being profiled
+thread_local std::uint32_t t_runtime_corr = 0;      // the runtime launch call around it, if any
+std::mutex g_replay_mu;                              // guards g_replay_name
+std::string g_replay_name;
+
+void watchdog(double limit_s) {
+  std::uint64_t warned = ~std::uint64_t(0);
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    const std::uint64_t since = g_replay_since.load(), seq = g_replay_seq.load();
+    if (!since || seq == warned || double(tr::now_ns() - since) * 1e-9 < limit_s) continue;
+    warned = seq;
+    std::string name;
+    {
+      std::lock_guard<std::mutex> lock(g_replay_mu);
+      name = g_replay_name;
+    }
+    std::fprintf(stderr,
+                 "archbench-topdown: launch %llu (%s) has been replaying for %.0f s: it may wait for the host or "
+                 "for another kernel, which a replay never provides. Stop the program and exclude the kernel with "
+                 "--kernel, or profile fewer launches.\n",
+                 static_cast<unsigned long long>(seq), name.c_str(), limit_s);
+  }
+}
 void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
   if (s.done || !cb->symbolName) return;
-  const std::string mangled = cb->symbolName, name = demangle(cb->symbolName);
-  Context& c = s.contexts[cb->context];
-  const bool take = wanted(s, name, mangled);
-  if (cb->callbackSite == CUPTI_API_ENTER) {
-    if (!take) {
-      flush(s, cb->context, c);  // so that this kernel runs unobserved
-      ++s.skipped;
-      return;
-    }
-    ab::RangeProfiler* p = profiler_for(s, cb->context, c);
-    if (!p) return;
-    try {
-      if (!p->started()) p->start(kRangesPerFlush);
-    } catch (const std::exception& e) {
-      c.broken = e.what();
-      std::fprintf(stderr, "archbench-topdown: cannot start profiling: %s\n", e.what());
-      return;
-    }
-    Launch l{name, mangled, {}, {}, s.seq++, s.launched[name]++, tr::now_ns()};
-    if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz) {
-      const auto* a = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
-      l.grid = {a->gridDimX, a->gridDimY, a->gridDimZ};
-      l.block = {a->blockDimX, a->blockDimY, a->blockDimZ};
-    }
-    c.pending.push_back(std::move(l));
-  } else if (take && c.profiler && c.pending.size() >= kRangesPerFlush) {
-    flush(s, cb->context, c);
+  if (cb->callbackSite == CUPTI_API_EXIT) {
+    if (!t_profiling) return;
+    t_profiling = false;
+    g_replay_since = 0;
+    Context& c = s.contexts[cb->context];
+    if (c.profiler && c.pending.size() >= kRangesPerFlush) flush(s, cb->context, c);
+    return;
   }
+  const std::string mangled = cb->symbolName, name = demangle(cb->symbolName);
+  const LaunchArgs args = launch_args(cb, id);
+  Launch l{name, mangled, shape_key(mangled, args.grid, args.block), args.grid, args.block, s.seq++,
+           s.launched[name]++, tr::now_ns()};
+  State::Shape& sh = s.shapes[l.shape];
+  if (sh.launches++ == 0) sh.name = name, sh.mangled = mangled, sh.grid = args.grid, sh.block = args.block;
+  Context& c = s.contexts[cb->context];
+  bool take = wanted(s, name, mangled) && (s.sample == 0 || sh.profiled < s.sample);
+  if (take) {
+    const std::string why = unreplayable(args);
+    if (!why.empty()) {
+      take = false;
+      if (sh.unreplayable++ == 0) {
+        tr::JsonLine("unreplayable").str("name", name).str("mangled", mangled).unum("seq", l.seq).str("reason", why)
+            .write(s.out);
+        std::fprintf(stderr, "archbench-topdown: %s runs unprofiled: %s\n", name.c_str(), why.c_str());
+      }
+    }
+  }
+  if (!take) {
+    flush(s, cb->context, c);  // so that this kernel runs unobserved
+    ++s.skipped;
+    return;
+  }
+  ab::RangeProfiler* p = profiler_for(s, cb->context, c);
+  if (!p) return;
+  try {
+    if (!p->started()) p->start(kRangesPerFlush);
+  } catch (const std::exception& e) {
+    c.broken = e.what();
+    std::fprintf(stderr, "archbench-topdown: cannot start profiling: %s\n", e.what());
+    return;
+  }
+  ++sh.profiled;
+  ++s.profiled_of[name];
+  {
+    std::lock_guard<std::mutex> lock(activity().mu);
+    activity().profiled.insert(cb->correlationId);
+    if (t_runtime_corr) activity().profiled.insert(t_runtime_corr);
+  }
+  {
+    std::lock_guard<std::mutex> lock(g_replay_mu);
+    g_replay_name = name;
+  }
+  g_replay_seq = l.seq;
+  g_replay_since = tr::now_ns();
+  t_profiling = true;
+  c.pending.push_back(std::move(l));
 }
 
 // Calls after which the program has waited for its kernels: the pending ranges are decoded
@@ -188,6 +354,11 @@ constexpr CUpti_CallbackId kSyncs[] = {
     CUPTI_DRIVER_TRACE_CBID_cuMemcpy_v2,            CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds,
     CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH,           CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2,
     CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds,   CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer};
+constexpr CUpti_CallbackId kRuntimeLaunches[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,           CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,        CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000};
 constexpr CUpti_CallbackId kLaunches[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
     CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
@@ -200,6 +371,11 @@ bool is_sync(CUpti_CallbackId id) {
 }
 
 void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {  // a runtime launch: its id names the kernel's records
+    const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    t_runtime_corr = cb->callbackSite == CUPTI_API_ENTER ? cb->correlationId : 0;
+    return;
+  }
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API && is_sync(id)) {
@@ -220,9 +396,11 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
   }
 }
 
-// At exit: what is still pending, then the totals line.
+// At exit: what is still pending, each launch shape with the GPU time of its unprofiled launches,
+// then the totals line.
 void finish() {
   State& s = state();
+  if (s.activity) cuptiActivityFlushAll(1);  // before the state's lock: CUPTI calls back on its thread
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.done) return;
   // What is still pending (launches since the last synchronisation); the profilers themselves
@@ -230,7 +408,23 @@ void finish() {
   // frees them.
   for (auto& [ctx, c] : s.contexts) flush(s, ctx, c);
   s.done = true;
-  tr::JsonLine("end").unum("profiled", s.profiled).unum("unprofiled", s.skipped).unum("passes", s.passes)
+  std::map<std::string, std::pair<std::uint64_t, double>> times;
+  {
+    std::lock_guard<std::mutex> a(activity().mu);
+    times = activity().by_shape;
+  }
+  for (const auto& [key, sh] : s.shapes) {
+    tr::JsonLine line("shape");
+    line.str("name", sh.name).str("mangled", sh.mangled).nums("grid", sh.grid).nums("block", sh.block)
+        .unum("launches", sh.launches).unum("profiled", sh.profiled).unum("unreplayable", sh.unreplayable);
+    if (s.activity) {
+      const auto t = times.count(key) ? times.at(key) : std::make_pair(std::uint64_t(0), 0.0);
+      line.unum("unprofiled_records", t.first).raw("unprofiled_ns", number(t.second));
+    }
+    line.write(s.out);
+  }
+  tr::JsonLine("end").unum("profiled", s.profiled).unum("unprofiled", s.skipped).unum("unreplayable", s.unreplayable)
+      .unum("passes", s.passes).unum("sample", s.sample).str("unprofiled_time", s.activity_detail)
       .unum("end_ns", tr::now_ns()).write(s.out);
   std::fflush(s.out);
   std::fprintf(stderr, "archbench-topdown: %llu launches profiled, %llu not; %s\n",
@@ -258,6 +452,9 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     return 0;
   }
   if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_MAX")) s.max_per_kernel = std::strtoull(m, nullptr, 10);
+  if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_SAMPLE"); m && *m) s.sample = std::strtoull(m, nullptr, 10);
+  double watchdog_s = 20;
+  if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_WATCHDOG_S"); m && *m) watchdog_s = std::atof(m);
   char date[32];
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
@@ -268,6 +465,21 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     return 0;
   }
   for (CUpti_CallbackId id : kLaunches) cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  for (CUpti_CallbackId id : kRuntimeLaunches) cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+  // The GPU time of the launches not profiled: CUPTI's kernel records (no serialisation);
+  // without them, each shape's unprofiled launches are counted at its profiled launches' mean.
+  if (s.sample != 0 || s.max_per_kernel != 0 || s.filter) {
+    CUptiResult r = cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed);
+    if (r == CUPTI_SUCCESS) r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    const char* e = nullptr;
+    if (r != CUPTI_SUCCESS) cuptiGetResultString(r, &e);
+    s.activity = r == CUPTI_SUCCESS;
+    s.activity_detail = s.activity ? "CUPTI kernel activity records"
+                                   : std::string("each shape's profiled mean (kernel activity: ") + (e ? e : "?") + ")";
+  } else {
+    s.activity_detail = "every launch profiled";
+  }
+  if (watchdog_s > 0) std::thread(watchdog, watchdog_s).detach();
   for (CUpti_CallbackId id : kSyncs) cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
   cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
   std::atexit(finish);
