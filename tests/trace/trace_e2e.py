@@ -10,6 +10,7 @@ Exit 0 on success, 1 on a failed check, 77 (skip) without an OpenCL device.
 """
 
 import argparse
+import gzip
 import json
 import os
 import subprocess
@@ -39,8 +40,8 @@ def trace_run(args, out, program, env=None):
         return p.returncode, None, None
     with open(summary_file) as f:
         summary = json.load(f)
-    with open(os.path.join(out, "trace.json")) as f:
-        trace = json.load(f)  # valid JSON, or this raises and the test fails
+    with gzip.open(os.path.join(out, "trace.json.gz"), "rt") as f:
+        trace = json.load(f)  # valid gzip-compressed JSON, or this raises and the test fails
     return p.returncode, summary, trace
 
 

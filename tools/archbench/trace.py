@@ -6,10 +6,15 @@
 
 run: starts PROGRAM with the OpenCL tracer preloaded (LD_PRELOAD=libarchbench_trace_opencl.so)
 and/or the CUDA tracer injected (CUDA_INJECTION64_PATH=libarchbench_trace_cuda.so), raw records
-going to DIR (default ./archbench-trace); then reports on the files the run wrote: summary.json,
-trace.json (Chrome trace-event format: open it in https://ui.perfetto.dev) and the summary on the
-console. --overhead also runs the program untraced and prints traced/untraced wall time. The
-exit status is the program's own.
+going to DIR (default ./archbench-trace) as the program runs; then reports on the files the run
+wrote: summary.json, trace.json.gz (Chrome trace-event format, gzip-compressed: open it in
+https://ui.perfetto.dev) and the summary, on stderr (or --log FILE), so that the program's stdout
+and stderr stay its own. --overhead also runs the program untraced and prints traced/untraced
+wall time. The exit is the program's own, as a shell sees it: its status, or death by the same
+signal; 127 when PROGRAM is not found and 126 when it is not executable (as env(1) and the shell
+do). A statically linked PROGRAM cannot be traced (neither LD_PRELOAD nor CUDA injection reaches
+it): it runs untraced, with a message. An output folder that cannot be written: the same. A
+process the program starts (fork, exec) is traced only if it calls OpenCL or CUDA itself.
 
 report: the same analysis of raw files (tools/analysis/trace/FORMAT.md) from any run. Summary: device busy
 and idle time over the program's span, the longest idle gaps, per-kernel totals, copies by kind,
@@ -30,9 +35,11 @@ import bisect
 import collections
 import heapq
 import glob
+import gzip
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -55,7 +62,7 @@ class TraceError(InputError):
 
 # Fields a reader needs, per record type; integers unless listed in STRINGS.
 REQUIRED = {
-    "process": ("pid", "start_ns", "end_ns"),
+    "process": ("pid", "start_ns"),
     "device": ("id",),
     "queue": ("id",),
     "kernel": ("name", "queue", "start_ns", "end_ns"),
@@ -70,22 +77,70 @@ STRINGS = {"id", "name", "queue", "kind", "source_hash"}
 ID_FIELDS = ("id", "queue", "device", "buffer", "program", "context", "parent")
 
 
+def read_text(path):
+    """The lines of a raw or JSON file, gzip-compressed or not (told by its first bytes)."""
+    try:
+        with open(path, "rb") as f:
+            gz = f.read(2) == b"\x1f\x8b"
+    except OSError as e:
+        raise TraceError(f"{path}: cannot read: {e.strerror or e}") from None
+    if not gz:
+        return cli.read_lines(path)
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return f.readlines()
+    except (OSError, EOFError, UnicodeDecodeError) as e:
+        raise TraceError(f"{path}: not a readable gzip text file: {e}") from None
+
+
+def on_host_clock(recs):
+    """Moves device times onto the host clock: records written with `device_ns` (the device's
+    queued, submit, start, end) get queued_ns..end_ns from the device's `clock` record where the
+    runtime measured the offset, else from the enqueue alignment (FORMAT.md). Returns the clock."""
+    offset = {r["device"]: r["offset_ns"] for r in recs if r["type"] == "clock" and isinstance(r.get("offset_ns"), int)}
+    timed = [r for r in recs if isinstance(r.get("device_ns"), list) and len(r["device_ns"]) == 4]
+    align = {}
+    for r in timed:
+        q, dev = r["device_ns"][0], r.get("device")
+        if dev not in offset and isinstance(q, int) and q > 0 and isinstance(r.get("enqueue_ns"), int):
+            align[dev] = max(align.get(dev, r["enqueue_ns"] - q), r["enqueue_ns"] - q)
+    for r in timed:
+        off = offset.get(r.get("device"), align.get(r.get("device"), 0))
+        for k, t in zip(("queued_ns", "submit_ns", "start_ns", "end_ns"), r["device_ns"]):
+            r[k] = t + off if isinstance(t, int) and t > 0 else 0
+    devs = {r.get("device") for r in timed}
+    if not devs:
+        return None
+    return "device+host timer" if devs <= set(offset) else "aligned at enqueue"
+
+
 def load(paths):
-    """Reads raw files into one list of processes: {"process": rec, "by_type": {type: [recs]}, "file": path}."""
+    """Reads raw files into one list of processes: {"process": rec, "by_type": {type: [recs]}, "file": path}.
+
+    A file's last line cut off mid-write (the program crashed or the disk filled) is left out and
+    the process is marked truncated; a file without its end record (the program crashed, was
+    killed, or exec'd another) ends at its last record and is marked so."""
     procs = []
     for path in paths:
-        lines = cli.read_lines(path)
-        by_type = collections.defaultdict(list)
-        table, uses = {}, []  # the file's path table; records that name a path by its id
+        lines = read_text(path)
+        recs, truncated = [], False
         for n, line in enumerate(lines, 1):
             if not line.strip():
                 continue
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as e:
+                if n == len(lines) and not line.endswith("\n"):
+                    truncated = True
+                    continue
                 raise TraceError(f"{path}:{n}: not JSON: {e.msg}")
             if not isinstance(rec, dict) or not isinstance(rec.get("type"), str):
                 raise TraceError(f"{path}:{n}: not a record (an object with a string 'type')")
+            recs.append((n, rec))
+        clock = on_host_clock([r for _, r in recs])
+        by_type = collections.defaultdict(list)
+        table, uses = {}, []  # the file's path table; records that name a path by its id
+        for n, rec in recs:
             for key in REQUIRED.get(rec["type"], ()):
                 want = str if key in STRINGS else int
                 if not isinstance(rec.get(key), want) or isinstance(rec.get(key), bool):
@@ -103,7 +158,19 @@ def load(paths):
             rec["path"] = table[rec["path_id"]]
         if len(by_type["process"]) != 1:
             raise TraceError(f"{path}: {len(by_type['process'])} process records (one expected)")
-        procs.append({"process": by_type["process"][0], "by_type": by_type, "file": path})
+        proc = by_type["process"][0]
+        if clock and not proc.get("clock"):
+            proc["clock"] = clock
+        end = by_type.get("end")
+        if end:  # written as it went: the end record finishes the process record
+            proc.update({k: v for k, v in end[-1].items() if k != "type"})
+        elif not isinstance(proc.get("end_ns"), int):
+            proc["end_ns"] = max([proc["start_ns"]] + [r[k] for _, r in recs for k in ("end_ns", "t_ns")
+                                                        if isinstance(r.get(k), int)])
+            proc["ended"] = "without its end record (the program crashed, was killed or exec'd another)"
+        if truncated:
+            proc["truncated"] = True
+        procs.append({"process": proc, "by_type": by_type, "file": path})
     if len(procs) > 1:  # ids are unique within a file: name them by process when merging
         for p in procs:
             pid = p["process"]["pid"]
@@ -261,8 +328,9 @@ def analyse(procs, top=10):
 
     summary = {
         "files": [p["file"] for p in procs],
-        "processes": [{k: p["process"].get(k) for k in ("pid", "api", "command", "clock", "sample_rate_hz",
-                                                         "samples_dropped", "records_dropped")} for p in procs],
+        "processes": [{k: p["process"].get(k) for k in ("pid", "api", "command", "clock", "sample_rate_hz", "sampler",
+                                                         "samples_dropped", "records_dropped", "signal", "ended",
+                                                         "truncated") if k in p["process"]} for p in procs],
         "record_counts": dict(sorted(collections.Counter(t for p in procs for t, recs in p["by_type"].items()
                                                          for _ in recs).items())),
         "span_ns": span,
@@ -289,7 +357,8 @@ def analyse(procs, top=10):
 def gap_host(procs, gap):
     """What the host did in an idle gap: the sampled paths in it, and the builds that overlap it."""
     lo, hi = gap["start_ns"], gap["end_ns"]
-    paths = collections.Counter(short_path(s.get("path")) for s in records(procs, "sample") if lo <= s["t_ns"] < hi)
+    paths = collections.Counter((f"waiting in {s['wait']}: " if s.get("wait") else "") + short_path(s.get("path"))
+                                for s in records(procs, "sample") if lo <= s["t_ns"] < hi)
     builds = [{"program": b.get("program"), "ns": min(hi, b["end_ns"]) - max(lo, b["start_ns"])}
               for b in records(procs, "build") if b["start_ns"] < hi and b["end_ns"] > lo]
     return {"samples": [{"path": k, "count": v} for k, v in paths.most_common(3)], "builds": builds}
@@ -352,9 +421,10 @@ def gpu_idle_cause(procs, busy, top):
     """GPU_IDLE_CAUSE: samples of the program's threads taken while no device work ran anywhere,
     by call path and by function (inclusive: every frame of the path).
 
-    A sample stands for the time since its thread's previous sample (at most 10 intervals; the
-    first: one interval): a loaded machine delivers fewer timer signals than asked for, and
-    counting each sample as one interval would then under-state the time."""
+    A sample stands for the wall time since its thread's previous sample: a running thread is
+    sampled per interval of CPU time it uses, so on a loaded machine, where it waits for a CPU,
+    its samples are fewer than the wall time's intervals; counting each as one interval would
+    under-state the time."""
     by_path = collections.Counter()
     by_func = collections.Counter()
     ns_path = collections.defaultdict(float)
@@ -373,12 +443,18 @@ def gpu_idle_cause(procs, busy, top):
                 other += 1
                 continue
             taken += 1
-            weight = min(s["t_ns"] - last[s["tid"]], 10 * period) if s["tid"] in last else period
+            # The wall time since the thread's previous sample (running or waiting), at most 1 s
+            # (older files, sampled by a wall-clock timer: 10 intervals); a thread's first: the
+            # time the sampler gave it.
+            cap = 1e9 if "ns" in s else 10 * period
+            weight = min(s["t_ns"] - last[s["tid"]], cap) if s["tid"] in last else s.get("ns", period)
             last[s["tid"]] = s["t_ns"]
             if covered(busy, s["t_ns"]):
                 continue
             idle += 1
             key = short_path(s.get("path"), 8)
+            if s.get("wait"):  # a sleeping thread: the call it sleeps in, where it last ran
+                key = f"waiting in {s['wait']}" + (f" (last ran in {key})" if s.get("path") else "")
             by_path[key] += 1
             ns_path[key] += weight
             for f in set(s.get("path") or []):
@@ -574,6 +650,14 @@ def print_summary(s, out=None):
     w = (out or sys.stdout).write
     for p in s["processes"]:
         w(f"process {p['pid']} ({p.get('api')}, clock: {p.get('clock')}, sampling {p.get('sample_rate_hz')} Hz): {p.get('command')}\n")
+        if p.get("sampler"):
+            w(f"  sampler: {p['sampler']}\n")
+        if p.get("signal"):
+            w(f"  the process ended by signal {signal_name(p['signal'])}; its trace holds what was recorded until then\n")
+        elif p.get("ended"):
+            w(f"  trace {p['ended']}\n")
+        if p.get("truncated"):
+            w("  its last record was cut off mid-write and is left out\n")
     w(f"span {ms(s['span_ns'])}; device busy {ms(s['device_busy_ns'])} ({100 * s['device_busy_ns'] / s['span_ns']:.1f}%), "
       f"idle {ms(s['device_idle_ns'])}\n")
     for d in s["devices"]:
@@ -632,10 +716,17 @@ def cmd_report(args):
     return 0
 
 
-def write_json(path, doc, indent=None):
-    """Write doc as JSON to path, or raise TraceError saying why not."""
+def signal_name(n):
     try:
-        with open(path, "w", encoding="utf-8") as f:
+        return signal.Signals(n).name
+    except ValueError:
+        return f"signal {n}"
+
+
+def write_json(path, doc, indent=None):
+    """Write doc as JSON to path (gzip-compressed when it ends in .gz), or raise TraceError saying why not."""
+    try:
+        with (gzip.open(path, "wt", encoding="utf-8") if path.endswith(".gz") else open(path, "w", encoding="utf-8")) as f:
             json.dump(doc, f, indent=indent)
     except OSError as e:
         raise TraceError(f"{path}: cannot write: {e.strerror or e}") from None
@@ -647,12 +738,14 @@ def write_json(path, doc, indent=None):
 
 def find_lib(name, lib_dir, env="ARCHBENCH_TRACE_LIB_DIR"):
     """Path of the library `name` (a tracer's, or archbench_topdown.py's), or None: in `lib_dir`
-    when given, else in $`env`, the bundle's lib/ beside tools/, and the newest build*/lib."""
+    when given, else in $`env`, the bundle's lib/ beside tools/, an installed tree's PREFIX/lib
+    (tools/ is PREFIX/share/archbench/tools), and the newest build*/lib."""
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tools/
     if lib_dir:  # asked for: that folder only
         dirs = [lib_dir]
     else:
         dirs = [d for d in (os.environ.get(env or ""),) if d] + [os.path.join(here, "..", "lib")]
+        dirs.append(os.path.join(here, "..", "..", "..", "lib"))
         dirs += sorted(glob.glob(os.path.join(here, "..", "build*", "lib")), key=os.path.getmtime, reverse=True)
     for d in dirs:
         p = os.path.join(d, name)
@@ -661,15 +754,64 @@ def find_lib(name, lib_dir, env="ARCHBENCH_TRACE_LIB_DIR"):
     return None
 
 
+def dynamic_elf(path):
+    """False for an ELF executable with no program interpreter (statically linked: LD_PRELOAD and
+    CUDA injection cannot reach it); True otherwise (a dynamic ELF, a script, anything else the
+    kernel runs)."""
+    import struct
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if head[:4] != b"\x7fELF" or len(head) < 64 or head[4] != 2:  # not a 64-bit ELF: let exec decide
+                return True
+            end = "<" if head[5] == 1 else ">"
+            phoff, = struct.unpack(end + "Q", head[32:40])
+            phentsize, phnum = struct.unpack(end + "HH", head[54:58])
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+    except OSError:
+        return True
+    return any(struct.unpack(end + "I", table[i * phentsize:i * phentsize + 4])[0] == 3 for i in range(phnum))  # PT_INTERP
+
+
+def exit_like_shell(rc):
+    """The program's exit as the shell saw it: its status, or death by the same signal (re-raised
+    here, without a core of this script; 128+N where the signal cannot be re-raised)."""
+    if rc >= 0:
+        return rc
+    sig = -rc
+    try:
+        import resource
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    except (OSError, ValueError):
+        pass
+    return 128 + sig
+
+
 def cmd_run(args):
+    """Runs the program traced; returns its exit status (shell convention: 127 not found, 126 not executable)."""
+    log = sys.stderr
+    if args.log:
+        try:
+            log = open(args.log, "a", encoding="utf-8")
+        except OSError as e:
+            raise InputError(f"--log {args.log}: cannot write: {e.strerror or e}") from None
+    say = lambda msg: print(f"archbench_trace.py: {msg}", file=log, flush=True)  # noqa: E731
     prog = args.program[0] if args.program else None
     if not prog:
         print("archbench_trace.py run: no program given (run -- PROGRAM ARGS...)", file=sys.stderr)
         return 2
-    exe = shutil.which(prog) if os.sep not in prog else (prog if os.access(prog, os.X_OK) else None)
-    if not exe or not os.path.isfile(exe):
-        print(f"archbench_trace.py run: program not found or not executable: {prog}", file=sys.stderr)
-        return 2
+    exe = shutil.which(prog) if os.sep not in prog else prog
+    if not exe or not os.path.exists(exe):
+        say(f"{prog}: program not found")
+        return 127
+    if not os.path.isfile(exe) or not os.access(exe, os.X_OK):
+        say(f"{prog}: not an executable file")
+        return 126
     apis = ["opencl", "cuda"] if args.api == "auto" else [args.api]
     libs = {a: find_lib(LIBS[a], args.lib_dir) for a in apis}
     missing = [a for a in apis if not libs[a]]
@@ -678,60 +820,94 @@ def cmd_run(args):
               f"ARCHBENCH_TRACE_LIB_DIR; build it with cmake --build BUILD --target archbench_trace_{apis[0]})",
               file=sys.stderr)
         return 2
-    os.makedirs(args.out, exist_ok=True)
+    cmd = [os.path.abspath(exe)] + args.program[1:]  # absolute: the report finds it to name frames
+    traced = True
+    if not dynamic_elf(exe):
+        say(f"{prog} is statically linked: the tracers (LD_PRELOAD, CUDA injection) cannot enter it; "
+            "it runs untraced")
+        traced = False
+    try:
+        os.makedirs(args.out, exist_ok=True)
+        probe = os.path.join(args.out, f".archbench-trace-probe-{os.getpid()}")
+        open(probe, "w").close()
+        os.remove(probe)
+    except OSError as e:
+        say(f"cannot write traces to {args.out} ({e.strerror or e}); the program runs untraced")
+        traced = False
     env = dict(os.environ, ARCHBENCH_TRACE_DIR=os.path.abspath(args.out),
-               ARCHBENCH_TRACE_SAMPLE_US=str(int(1e6 / args.rate)) if args.rate > 0 else "0")
+               ARCHBENCH_TRACE_SAMPLE_US=str(max(1, round(1e6 / args.rate))) if args.rate > 0 else "0")
     if libs.get("opencl"):
         env["LD_PRELOAD"] = libs["opencl"] + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
     if libs.get("cuda"):
         env["CUDA_INJECTION64_PATH"] = libs["cuda"]
-    cmd = [os.path.abspath(exe)] + args.program[1:]  # absolute: the report finds it to name frames
 
     def timed(e):
+        """Runs the program; while it runs, this script ignores the terminal's SIGINT and SIGQUIT
+        as a shell does (the program gets them and decides), then restores them."""
         t = time.monotonic()
-        rc = subprocess.call(cmd, env=e)
+        try:
+            child = subprocess.Popen(cmd, env=e)
+        except OSError as err:
+            say(f"{prog}: cannot run: {err.strerror or err}")
+            return 126, 0.0
+        old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT)}
+        try:
+            rc = child.wait()
+        finally:
+            for sig, h in old.items():
+                signal.signal(sig, h)
         return rc, time.monotonic() - t
 
+    if not traced:
+        return exit_like_shell(timed(dict(os.environ))[0])
     untraced = []
     if args.overhead:
         for _ in range(args.repeat):
             untraced.append(timed(dict(os.environ))[1])
-    before = {f: os.path.getmtime(f) for f in glob.glob(os.path.join(args.out, "*.jsonl"))}
-    traced = []
+    pattern = os.path.join(args.out, "*.jsonl")
+    before = {f: os.path.getmtime(f) for f in glob.glob(pattern)}
+    times = []
     for i in range(args.repeat if args.overhead else 1):
         if i:  # keep only the last run's files for the report
-            before = {f: os.path.getmtime(f) for f in glob.glob(os.path.join(args.out, "*.jsonl"))}
+            before = {f: os.path.getmtime(f) for f in glob.glob(pattern)}
         rc, t = timed(env)
-        traced.append(t)
-    raw = sorted(f for f in glob.glob(os.path.join(args.out, "*.jsonl")) if before.get(f) != os.path.getmtime(f))
-    print(f"archbench_trace.py: {' '.join(cmd)} exited {rc} after {traced[-1]:.3f} s traced; raw: {', '.join(raw) or 'none'}",
-          file=sys.stderr)
+        times.append(t)
+    raw = sorted(f for f in glob.glob(pattern) if before.get(f) != os.path.getmtime(f))
+    how = f"was killed by {signal_name(-rc)}" if rc < 0 else f"exited {rc}"
+    if rc < 0 and -rc in (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT):
+        how = f"crashed ({signal_name(-rc)})"
+    say(f"the program {how} after {times[-1]:.3f} s traced; raw: {', '.join(raw) or 'none'}")
     overhead = None
     if args.overhead:
         # Medians, and minimums (the run least disturbed by other load on a shared machine).
-        overhead = {"untraced_s": statistics.median(untraced), "traced_s": statistics.median(traced),
-                    "untraced_min_s": min(untraced), "traced_min_s": min(traced), "repeat": args.repeat}
+        overhead = {"untraced_s": statistics.median(untraced), "traced_s": statistics.median(times),
+                    "untraced_min_s": min(untraced), "traced_min_s": min(times), "repeat": args.repeat}
         overhead["ratio"] = overhead["traced_s"] / overhead["untraced_s"]
         overhead["ratio_min"] = overhead["traced_min_s"] / overhead["untraced_min_s"]
-        print(f"overhead: untraced {overhead['untraced_s']:.3f} s, traced {overhead['traced_s']:.3f} s "
-              f"(median of {args.repeat}): {overhead['ratio']:.2f}x; fastest runs {overhead['untraced_min_s']:.3f} s "
-              f"and {overhead['traced_min_s']:.3f} s: {overhead['ratio_min']:.2f}x", file=sys.stderr)
+        say(f"overhead: untraced {overhead['untraced_s']:.3f} s, traced {overhead['traced_s']:.3f} s "
+            f"(median of {args.repeat}): {overhead['ratio']:.2f}x; fastest runs {overhead['untraced_min_s']:.3f} s "
+            f"and {overhead['traced_min_s']:.3f} s: {overhead['ratio_min']:.2f}x")
     if not raw:
-        print("archbench_trace.py run: the program wrote no trace (it made no OpenCL/CUDA call the tracer saw)",
-              file=sys.stderr)
-        return rc or 1
+        # Each process that makes an OpenCL call writes its file at that call, and so does CUDA's
+        # at cuInit: no file means no call (the tracers said so on stderr if a file could not be opened).
+        say("no trace: the program " + ("made no OpenCL/CUDA call" if rc >= 0 else
+                                          "made no OpenCL/CUDA call before it ended"))
+        return exit_like_shell(rc)
     if not args.no_report:
         procs = load(raw)
         symbolize(procs)
         summary = analyse(procs, args.top)
+        summary["exit"] = {"status": rc if rc >= 0 else None, "signal": signal_name(-rc) if rc < 0 else None}
         if overhead:
             summary["overhead"] = overhead
-        print_summary(summary)
+        print_summary(summary, log)
+        if len(procs) > 1 or any(p["process"].get("pid") != procs[0]["process"].get("pid") for p in procs):
+            say(f"{len(procs)} processes traced; a process the program starts (fork, exec) is traced only if it "
+                "calls OpenCL or CUDA itself")
         write_json(os.path.join(args.out, "summary.json"), summary, indent=1)
-        write_json(os.path.join(args.out, "trace.json"), chrome_trace(procs))
-        print(f"archbench_trace.py: {args.out}/summary.json, {args.out}/trace.json (open in https://ui.perfetto.dev)",
-              file=sys.stderr)
-    return rc
+        write_json(os.path.join(args.out, "trace.json.gz"), chrome_trace(procs))
+        say(f"{args.out}/summary.json, {args.out}/trace.json.gz (open in https://ui.perfetto.dev)")
+    return exit_like_shell(rc)
 
 
 def main(argv=None):
@@ -753,6 +929,8 @@ def run(argv):
     r.add_argument("--repeat", type=int, default=1, help="with --overhead: runs of each, medians compared")
     r.add_argument("--no-report", action="store_true", help="only write the raw files")
     r.add_argument("--top", type=int, default=10, help="rows per ranking")
+    r.add_argument("--log", help="this tool's own messages and report go here (default: stderr), so that the "
+                                 "program's stdout and stderr are exactly its own")
     r.add_argument("program", nargs=argparse.REMAINDER, help="-- PROGRAM ARGS...")
     p = sub.add_parser("report", help="analyse raw files")
     p.add_argument("raw", nargs="+", help="raw .jsonl files (tools/analysis/trace/FORMAT.md)")

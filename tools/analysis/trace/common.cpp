@@ -76,8 +76,9 @@ Frames capture(int skip, const std::vector<std::string>& hide) {
 }
 
 const std::string& symbolize(void* pc) {
-  static std::mutex mu;
-  static std::map<void*, std::string> cache;
+  // Never destroyed: writers symbolise from atexit handlers, which may run after static destructors.
+  static std::mutex& mu = *new std::mutex;
+  static std::map<void*, std::string>& cache = *new std::map<void*, std::string>;
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(pc);
   if (it != cache.end()) return it->second;
@@ -484,7 +485,9 @@ size_t Sampler::count() const {
 std::string syscall_name(int nr) {
 #if defined(__x86_64__)
   static const std::map<int, const char*> names = {
-      {0, "read"}, {1, "write"}, {7, "poll"}, {23, "select"}, {34, "pause"}, {35, "nanosleep"}, {43, "accept"},
+      {0, "read"}, {1, "write"}, {2, "open"}, {3, "close"}, {7, "poll"}, {9, "mmap"}, {11, "munmap"},
+      {17, "pread64"}, {19, "readv"}, {20, "writev"}, {24, "sched_yield"}, {42, "connect"}, {44, "sendto"},
+      {46, "sendmsg"}, {56, "clone"}, {74, "fsync"}, {75, "fdatasync"}, {257, "openat"}, {23, "select"}, {34, "pause"}, {35, "nanosleep"}, {43, "accept"},
       {45, "recvfrom"}, {47, "recvmsg"}, {61, "wait4"}, {64, "semget"}, {65, "semop"}, {72, "fcntl"},
       {128, "rt_sigtimedwait"}, {130, "rt_sigsuspend"}, {202, "futex"}, {220, "semtimedop"}, {230, "clock_nanosleep"},
       {232, "epoll_wait"}, {247, "waitid"}, {270, "pselect6"}, {271, "ppoll"}, {281, "epoll_pwait"},
@@ -530,6 +533,8 @@ void install_crash_hook(void (*flush)(int)) {
     if (sigaction(sig, &sa, nullptr) != 0) g_hooked &= ~(1u << sig);
   }
 }
+
+bool is_crash_hook(void (*h)(int)) { return h == &on_crash; }
 
 bool crash_hooked(int sig) { return sig > 0 && sig < 32 && (g_hooked.load() >> sig & 1u); }
 

@@ -172,6 +172,7 @@ std::string syscall_name(int nr);
 /// `unhook(sig)` forgets one (the program installs its own handler).
 void install_crash_hook(void (*flush)(int sig));
 bool crash_hooked(int sig);
+bool is_crash_hook(void (*h)(int));
 void crash_unhook(int sig);
 
 /// The process's one sampler (the signal handler needs a global).

@@ -98,8 +98,14 @@ uint64_t bytes_hash(const void* data, size_t n) {
 }
 
 // The next definition of an OpenCL symbol after this library: the ICD loader's.
+// A program that loads libOpenCL privately (a Python extension module, dlopen RTLD_LOCAL) keeps
+// it out of RTLD_NEXT's reach: then the loader's own copy, by name.
 void* real_sym(const char* name) {
   void* p = dlsym(RTLD_NEXT, name);
+  if (!p) {
+    static void* icd = dlopen("libOpenCL.so.1", RTLD_LAZY | RTLD_LOCAL);
+    if (icd) p = dlsym(icd, name);
+  }
   if (!p) {
     fprintf(stderr, "archbench-trace: %s not found after the interposer (is libOpenCL loaded?)\n", name);
     abort();
@@ -115,6 +121,7 @@ struct Rec {
   std::string body;
   cl_device_id dev = nullptr;
   cl_ulong times[4] = {0, 0, 0, 0};  // queued, submit, start, end on the device clock
+  uint64_t host_ns = 0;              // host clock just before the enqueue call
   int tid = 0;
   Frames path;
 };
@@ -131,7 +138,7 @@ struct Pending {
   Frames path;
 };
 
-struct Device { std::string id, name; bool used = false; double offset = 0; bool timer = false; int64_t align = INT64_MIN; };
+struct Device { std::string id, name; bool used = false; double offset = 0; bool timer = false; };
 struct Queue { std::string id; cl_device_id dev; bool in_order; };
 struct Buffer { std::string id; cl_mem_flags flags; };
 struct Program { std::string id, hash, context; };
@@ -140,9 +147,17 @@ struct Mapping { const char* ptr; size_t bytes; cl_mem buf; };
 // All state, under one mutex (the sampler's signal handler never touches it).
 struct State {
   std::mutex mu;
-  bool active = false;  // some OpenCL call happened: write the file at exit
+  std::atomic<bool> active{false};  // some OpenCL call happened: the file is open
+  bool exit_registered = false;
   uint64_t start_ns = now_ns();
-  std::vector<Rec> recs;
+  FILE* out = nullptr;      // the raw file, written as records complete
+  std::string file;
+  size_t written = 0;       // records written
+  size_t unflushed = 0;     // records written since the last flush
+  uint64_t last_flush = 0;
+  size_t samples_done = 0;  // samples of the sampler's ring written
+  std::unordered_map<uint64_t, uint64_t> path_ids;  // hash of frames -> id in the path table
+  std::unordered_map<int, uint64_t> last_run;       // tid -> path id of its latest running sample
   std::vector<Pending> pending;
   size_t max_recs = 1000000;
   uint64_t dropped = 0;
@@ -162,10 +177,12 @@ State& st() { static State* s = new State; return *s; }  // never destroyed: use
 
 std::string new_id(char prefix, int& counter) { return std::string(1, prefix) + std::to_string(++counter); }
 
+void emit(Rec&& r);
+
 void add_rec(Rec&& r) {
   State& s = st();
-  if (s.recs.size() >= s.max_recs) { ++s.dropped; return; }
-  s.recs.push_back(std::move(r));
+  if (!s.out || s.written >= s.max_recs) { ++s.dropped; return; }
+  emit(std::move(r));
 }
 
 void add_plain(const std::string& body, const Frames* path) {
@@ -180,7 +197,7 @@ void add_plain(const std::string& body, const Frames* path) {
 // as a `path` record first. A traced benchmark issues the same few paths tens of thousands of
 // times: written out in full each time they were most of the tracer's cost (about 1.5 KB each).
 uint64_t path_id(const Frames& f, FILE* out) {
-  static std::unordered_map<uint64_t, uint64_t> ids;  // hash of the frames -> id
+  auto& ids = st().path_ids;
   auto [it, added] = ids.emplace(fnv1a(f.data(), f.size() * sizeof(void*)), ids.size());
   if (added) JsonLine("path").unum("id", it->second).path("frames", f).write(out);
   return it->second;
@@ -189,7 +206,7 @@ uint64_t path_id(const Frames& f, FILE* out) {
 // ---- device clock ----
 
 // Measures the device clock's offset from CLOCK_MONOTONIC with clGetDeviceAndHostTimer where the
-// runtime has it; otherwise each command's QUEUED time is aligned at exit (see Device::align).
+// runtime has it (a `clock` record); otherwise the reader aligns each command's QUEUED time with its enqueue.
 void calibrate(cl_device_id dev, Device& d) {
   cl_ulong dt = 0, ht = 0;
   // Looked up softly: an ICD loader older than OpenCL 2.1 does not export it.
@@ -237,19 +254,23 @@ void enumerate_devices() {
 
 void write_output();
 void start_sampling();
+void open_output();
+void crash_flush(int sig);
 
 // Called at the top of every interposed function: first-call setup and per-thread sampling.
 void enter() {
   start_sampling();
   sampler().add_this_thread();
   State& s = st();
-  static std::once_flag once;
-  std::call_once(once, [&] {
-    std::lock_guard<std::mutex> lock(s.mu);
-    s.active = true;
-    enumerate_devices();
-    atexit(write_output);  // registered after the ICD's constructors: runs before their destructors
-  });
+  if (s.active.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.active) return;
+  s.active = true;  // start_ns stays the library's load (samples start there), or the fork
+  enumerate_devices();
+  open_output();
+  if (!s.exit_registered) atexit(write_output);  // registered after the ICD's constructors: runs before their destructors
+  s.exit_registered = true;
+  install_crash_hook(crash_flush);  // a program that crashes keeps what was recorded
 }
 
 void mark_used(cl_context ctx, const cl_device_id* devs, cl_uint n) {
@@ -265,26 +286,26 @@ void mark_used(cl_context ctx, const cl_device_id* devs, cl_uint n) {
   s.contexts[ctx] = new_id('c', s.counters[3]);
   for (cl_device_id d : list) {
     auto it = s.devices.find(d);
-    if (it != s.devices.end()) it->second.used = true;
+    if (it == s.devices.end() || it->second.used) continue;
+    it->second.used = true;  // a device record again, now used (the reader keeps the last)
+    if (s.out) JsonLine("device").str("id", it->second.id).str("name", it->second.name).boolean("used", true).write(s.out);
   }
 }
 
 // Reads a completed command's profiling times into a record; releases our event reference.
 void finish_pending(Pending& p) {
-  State& s = st();
   Rec r;
   r.body = std::move(p.body);
   r.dev = p.dev;
   r.tid = p.tid;
   r.path = std::move(p.path);
+  r.host_ns = p.host_ns;
   const cl_profiling_info which[4] = {CL_PROFILING_COMMAND_QUEUED, CL_PROFILING_COMMAND_SUBMIT,
                                       CL_PROFILING_COMMAND_START, CL_PROFILING_COMMAND_END};
   for (int i = 0; i < 4; ++i)
     if (REAL(clGetEventProfilingInfo)(p.ev, which[i], sizeof(cl_ulong), &r.times[i], nullptr) != CL_SUCCESS)
       r.times[i] = 0;
   if (p.read_ptr) r.body += ",\"hash\":\"" + hex64(bytes_hash(p.read_ptr, p.read_bytes)) + "\"";
-  Device& d = s.devices[p.dev];
-  if (!d.timer && r.times[0]) d.align = std::max<int64_t>(d.align, int64_t(p.host_ns) - int64_t(r.times[0]));
   REAL(clReleaseEvent)(p.ev);
   add_rec(std::move(r));
 }
@@ -443,17 +464,126 @@ void new_program(cl_program prog, cl_context ctx, uint64_t hash) {
 }
 
 uint64_t g_interval_us = 1000;  // sampling interval per thread (ARCHBENCH_TRACE_SAMPLE_US); 0: none
+std::atomic<bool> g_sampling{false};  // the sampler was started (or tried) in this process
 
-// open_trace_file's name, or <prog>-<pid>-opencl.jsonl beside a CUDA tracer's file.
-FILE* open_output(std::string* file) {
+// open_trace_file's name, or <prog>-<pid>-opencl.jsonl beside a CUDA tracer's file. Opened at
+// the first OpenCL call, with the process and device records; the rest follows as it completes.
+// Caller holds the mutex.
+void open_output() {
+  State& s = st();
   const char* cuda = getenv("CUDA_INJECTION64_PATH");
-  if (!cuda || !*cuda) return open_trace_file(file);
-  const char* dir = getenv("ARCHBENCH_TRACE_DIR");
-  *file = std::string(dir && *dir ? dir : ".") + "/" + program_invocation_short_name + "-" +
-          std::to_string(getpid()) + "-opencl.jsonl";
-  FILE* f = fopen(file->c_str(), "w");
-  if (!f) fprintf(stderr, "archbench trace: cannot write %s: %s\n", file->c_str(), strerror(errno));
-  return f;
+  if (!cuda || !*cuda) {
+    s.out = open_trace_file(&s.file);
+  } else {
+    const char* dir = getenv("ARCHBENCH_TRACE_DIR");
+    s.file = std::string(dir && *dir ? dir : ".") + "/" + program_invocation_short_name + "-" +
+             std::to_string(getpid()) + "-opencl.jsonl";
+    s.out = fopen(s.file.c_str(), "w");
+    if (!s.out) fprintf(stderr, "archbench trace: cannot write %s: %s\n", s.file.c_str(), strerror(errno));
+  }
+  if (!s.out) {
+    fprintf(stderr, "archbench trace: the program runs on, untraced\n");
+    return;
+  }
+  s.last_flush = now_ns();
+  JsonLine("process").str("api", "opencl").num("pid", getpid()).str("command", command_line())
+      .unum("start_ns", s.start_ns).num("sample_rate_hz", g_interval_us ? int64_t(1000000 / g_interval_us) : 0)
+      .str("sample_clock", "cpu+wall").str("sampler", g_interval_us ? sampler().method() : "off").write(s.out);
+  for (cl_device_id id : s.device_order) {
+    Device& d = s.devices[id];
+    JsonLine("device").str("id", d.id).str("name", d.name).boolean("used", d.used).write(s.out);
+  }
+}
+
+// Samples taken since the last call, as records (all of them when `final`; else up to the first
+// slot whose signal is still being handled). A waiting sample takes the path of its thread's
+// latest running sample. Caller holds the mutex.
+void write_samples(bool final) {
+  State& s = st();
+  for (size_t n = sampler().count(); s.samples_done < n; ++s.samples_done) {
+    const Sampler::Sample& x = sampler().at(s.samples_done);
+    if (__atomic_load_n(&x.t_ns, __ATOMIC_ACQUIRE) == 0) {
+      if (final) continue;
+      break;
+    }
+    JsonLine j("sample");
+    j.num("tid", x.tid).unum("t_ns", x.t_ns).unum("ns", x.ns);
+    if (x.wait == -1) {
+      // A sample taken inside a traced call keeps, of this library's frames, only the outermost
+      // one of each run: the interposed entry point (clBuildProgram, say), not its helpers.
+      Frames path;
+      for (int k = 0; k < x.n; ++k)
+        if (!in_self(x.pcs[k]) || k + 1 == x.n || !in_self(x.pcs[k + 1])) path.push_back(x.pcs[k]);
+      uint64_t id = path_id(path, s.out);
+      s.last_run[x.tid] = id;
+      j.unum("path_id", id);
+    } else {
+      j.str("wait", syscall_name(x.wait));
+      auto it = s.last_run.find(x.tid);
+      if (it != s.last_run.end()) j.unum("path_id", it->second);
+    }
+    j.write(s.out);
+  }
+}
+
+// Flushes the file (the records and samples so far reach the disk). Caller holds the mutex.
+void flush_out() {
+  State& s = st();
+  if (!s.out) return;
+  write_samples(false);
+  s.unflushed = 0;
+  s.last_flush = now_ns();
+  if (fflush(s.out) != 0 || ferror(s.out)) {
+    fprintf(stderr, "archbench trace: writing %s failed (%s); the trace stops here, the program runs on\n",
+            s.file.c_str(), strerror(errno));
+    fclose(s.out);
+    s.out = nullptr;
+  }
+}
+
+// One finished record, written now; the file is flushed every 256 records and every second.
+// Device times stay on the device clock (device_ns) with the host time of the enqueue: the
+// reader moves them onto the host clock (FORMAT.md). Caller holds the mutex.
+void emit(Rec&& r) {
+  State& s = st();
+  std::string line = std::move(r.body);
+  if (r.dev) {
+    line += ",\"device\":" + quote(s.devices[r.dev].id) + ",\"enqueue_ns\":" + std::to_string(r.host_ns) +
+            ",\"device_ns\":[";
+    for (int i = 0; i < 4; ++i) {
+      if (i) line += ',';
+      line += std::to_string(r.times[i]);
+    }
+    line += "]";
+  }
+  line += ",\"tid\":" + std::to_string(r.tid);
+  if (!r.path.empty()) line += ",\"path_id\":" + std::to_string(path_id(r.path, s.out));
+  line += "}\n";
+  fwrite(line.data(), 1, line.size(), s.out);
+  ++s.written;
+  if (++s.unflushed >= 256 || now_ns() - s.last_flush >= 1000000000ull) flush_out();
+}
+
+// From the sampler thread about once a second: a program busy elsewhere keeps its trace current.
+void tick() {
+  State& s = st();
+  std::unique_lock<std::mutex> lock(s.mu, std::try_to_lock);  // never wait: write_output joins this thread
+  if (lock.owns_lock() && s.active) flush_out();
+}
+
+// A fatal signal: what was written reaches the file, with an end record naming the signal.
+// Only async-signal-safe work; nothing if the crashing thread was writing (the lock is held).
+void crash_flush(int sig) {
+  State& s = st();
+  if (!s.mu.try_lock()) return;
+  if (s.active && s.out) {
+    char b[160];
+    snprintf(b, sizeof b, "{\"type\":\"end\",\"end_ns\":%llu,\"signal\":%d,\"records_dropped\":%llu}\n",
+             static_cast<unsigned long long>(now_ns()), sig, static_cast<unsigned long long>(s.dropped));
+    fputs(b, s.out);
+    fflush(s.out);
+  }
+  s.mu.unlock();
 }
 
 void write_output() {
@@ -463,82 +593,55 @@ void write_output() {
   s.active = false;
   sampler().stop();
   sweep_at_exit();
-  uint64_t end = now_ns();
-  std::string file;
-  FILE* f = open_output(&file);
-  if (!f) return;
-  // The host timer only when every device that ran something had it.
-  bool timed = false, aligned = false;
-  for (auto& [id, d] : s.devices)
-    if (d.used) (d.timer ? timed : aligned) = true;
-  JsonLine("process").str("api", "opencl").num("pid", getpid()).str("command", command_line())
-      .unum("start_ns", s.start_ns).unum("end_ns", end)
-      .str("clock", timed && !aligned ? "device+host timer" : "aligned at enqueue")
-      .num("sample_rate_hz", g_interval_us ? int64_t(1000000 / g_interval_us) : 0).str("sample_clock", "wall")
-      .unum("samples_dropped", sampler().dropped()).unum("records_dropped", s.dropped).write(f);
-  for (cl_device_id id : s.device_order) {
-    Device& d = s.devices[id];
-    JsonLine("device").str("id", d.id).str("name", d.name).boolean("used", d.used).write(f);
-  }
-  for (Rec& r : s.recs) {
-    std::string line = r.body;
-    if (r.dev) {
-      Device& d = s.devices[r.dev];
-      // Device clock to host clock: measured offset, else the tightest enqueue alignment.
-      double off = d.timer ? d.offset : double(d.align == INT64_MIN ? 0 : d.align);
-      const char* names[4] = {"queued_ns", "submit_ns", "start_ns", "end_ns"};
-      for (int i = 0; i < 4; ++i)
-        line += ",\"" + std::string(names[i]) + "\":" + std::to_string(int64_t(double(r.times[i]) + off));
-    }
-    line += ",\"tid\":";
-    line += std::to_string(r.tid);
-    if (!r.path.empty()) {
-      line += ",\"path_id\":";
-      line += std::to_string(path_id(r.path, f));
-    }
-    fprintf(f, "%s}\n", line.c_str());
-  }
-  for (size_t i = 0, n = sampler().count(); i < n; ++i) {
-    const Sampler::Sample& x = sampler().at(i);
-    if (x.t_ns == 0) continue;  // a slot whose signal had not finished at stop
-    // A sample taken inside a traced call keeps, of this library's frames, only the outermost
-    // one of each run: the interposed entry point (clBuildProgram, say), not its helpers.
-    Frames path;
-    for (int k = 0; k < x.n; ++k)
-      if (!in_self(x.pcs[k]) || k + 1 == x.n || !in_self(x.pcs[k + 1])) path.push_back(x.pcs[k]);
-    JsonLine("sample").num("tid", x.tid).unum("t_ns", x.t_ns).unum("path_id", path_id(path, f)).write(f);
-  }
-  fclose(f);
-  fprintf(stderr, "archbench trace: %zu records, %zu samples in %s\n", s.recs.size(), sampler().count(), file.c_str());
+  if (!s.out) return;
+  write_samples(true);
+  JsonLine("end").unum("end_ns", now_ns()).unum("samples_dropped", sampler().dropped())
+      .unum("records_dropped", s.dropped).str("sampler", g_interval_us ? sampler().method() : "off").write(s.out);
+  if (fclose(s.out) != 0)
+    fprintf(stderr, "archbench trace: writing %s failed (%s): the trace is incomplete\n", s.file.c_str(), strerror(errno));
+  s.out = nullptr;
 }
 
-// A forked child starts with no records of its own (POSIX timers are not inherited either).
+// Around fork: nothing buffered is copied into the child (it would be written twice), and the
+// child starts with no records, no samples and no file: a child that never calls OpenCL writes
+// nothing; one that does gets its own file (POSIX timers and the sampler thread are not inherited).
+void before_fork() {
+  st().mu.lock();
+  if (st().out) fflush(st().out);
+}
+void after_fork_parent() { st().mu.unlock(); }
 void after_fork_child() {
   State& s = st();
   new (&s.mu) std::mutex;
-  s.recs.clear();
+  if (s.out) fclose(s.out);  // the child's copy of the descriptor; the parent's file stays open
+  s.out = nullptr;
+  s.active = false;
   s.pending.clear();
+  s.written = s.unflushed = s.samples_done = 0;
+  s.path_ids.clear();
+  s.last_run.clear();
+  s.dropped = 0;
   s.start_ns = now_ns();
+  sampler().reset_after_fork();
+  g_sampling = false;
 }
 
-// Starts the sampler (once): every thread that exists now, then each thread at its first call.
+// Starts the sampler (once per process): every thread that exists now, then each thread at its first call.
 void start_sampling() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    if (g_interval_us == 0) return;
-    std::string why;
-    if (!sampler().start(g_interval_us * 1000, &why)) {
-      fprintf(stderr, "archbench trace: no sampling (%s); GPU_IDLE_CAUSE will be empty\n", why.c_str());
-      g_interval_us = 0;
-    }
-  });
+  if (g_sampling.exchange(true)) return;
+  if (g_interval_us == 0) return;
+  std::string why;
+  if (!sampler().start(g_interval_us * 1000, &why, tick)) {
+    fprintf(stderr, "archbench trace: no sampling (%s); GPU_IDLE_CAUSE will be empty\n", why.c_str());
+    g_interval_us = 0;
+  }
 }
 
 __attribute__((constructor)) void init() {
   st();
   if (const char* m = getenv("ARCHBENCH_TRACE_MAX_RECORDS")) st().max_recs = strtoull(m, nullptr, 10);
   if (const char* us = getenv("ARCHBENCH_TRACE_SAMPLE_US")) g_interval_us = strtoull(us, nullptr, 10);
-  pthread_atfork(nullptr, nullptr, after_fork_child);
+  pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   // Sample from the start only a program linked with OpenCL, before the runtime starts its own
   // threads: a preloaded shell or helper process that never calls OpenCL gets no timer signals.
   // A program that loads OpenCL later is sampled from its first call (enter()).
@@ -579,7 +682,11 @@ static cl_command_queue note_queue(cl_command_queue q, cl_device_id dev, cl_comm
   Queue& qu = s.queues[q];
   qu = Queue{new_id('q', s.counters[0]), dev, !(props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)};
   Device& d = known_device(dev);
-  if (!d.timer) calibrate(dev, d);
+  if (!d.timer) {
+    calibrate(dev, d);
+    if (d.timer && s.out)  // the device clock's measured offset, before any record that needs it
+      JsonLine("clock").str("device", d.id).num("offset_ns", int64_t(d.offset)).str("method", "device+host timer").write(s.out);
+  }
   add_plain("{\"type\":\"queue\",\"id\":" + quote(qu.id) + ",\"device\":" + quote(d.id) +
                 ",\"in_order\":" + (qu.in_order ? "true" : "false") + ",\"profiling_added\":" +
                 ((props & CL_QUEUE_PROFILING_ENABLE) ? "false" : "true") + ",\"clock\":\"" +
@@ -874,5 +981,50 @@ CL_API_ENTRY cl_int CL_API_CALL clReleaseCommandQueue(cl_command_queue q) {
   }
   return REAL(clReleaseCommandQueue)(q);
 }
+
+// ---- the program's signal handling and exits, kept as they would be untraced ----
+
+// The program sets a signal's disposition: a SIGPROF handler of its own makes the sampler step
+// aside (its running samples stop; the program gets every SIGPROF); a handler for a signal the
+// crash hook holds replaces the hook. A program asking for the disposition of a hooked signal
+// sees the default it would see untraced.
+int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  static auto real = reinterpret_cast<int (*)(int, const struct sigaction*, struct sigaction*)>(dlsym(RTLD_NEXT, "sigaction"));
+  bool hooked = crash_hooked(sig);
+  if (act) {
+    bool info = act->sa_flags & SA_SIGINFO;
+    if (sig == SIGPROF && !(info && Sampler::is_own_handler(act->sa_sigaction)) && act->sa_handler != SIG_DFL &&
+        act->sa_handler != SIG_IGN)
+      sampler().step_aside("the program installs its own SIGPROF handler");
+    if (hooked && !(!info && is_crash_hook(act->sa_handler))) crash_unhook(sig);
+  }
+  int r = real(sig, act, old);
+  if (r == 0 && old && hooked) {
+    *old = {};
+    old->sa_handler = SIG_DFL;
+  }
+  return r;
+}
+
+sighandler_t signal(int sig, sighandler_t handler) {
+  struct sigaction sa {}, old {};
+  sa.sa_handler = handler;
+  sigemptyset(&sa.sa_mask);
+  sigaddset(&sa.sa_mask, sig);
+  sa.sa_flags = SA_RESTART;  // glibc's signal(): BSD semantics
+  if (sigaction(sig, &sa, &old) != 0) return SIG_ERR;
+  return old.sa_handler;
+}
+
+// _exit skips atexit: the trace is finished here instead (a forked child that never called
+// OpenCL has nothing to finish).
+void _exit(int status) {
+  static auto real = reinterpret_cast<void (*)(int)>(dlsym(RTLD_NEXT, "_exit"));
+  write_output();
+  real(status);
+  __builtin_unreachable();
+}
+
+void _Exit(int status) { _exit(status); }
 
 }  // extern "C"
