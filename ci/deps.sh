@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(cmake ninja-build g++ libbenchmark-dev libgtest-dev ocl-icd-opencl-dev opencl-headers
       pocl-opencl-icd clinfo libpapi-dev python3 python3-matplotlib git
-      openmpi-bin libopenmpi-dev)
+      openmpi-bin libopenmpi-dev chromium)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
