@@ -3,7 +3,7 @@
 # Run as root or with sudo available. ARCHBENCH_NO_INSTALL=1 only reports what is missing.
 set -euo pipefail
 pkgs=(cmake ninja-build g++ libbenchmark-dev libgtest-dev ocl-icd-opencl-dev opencl-headers
-      pocl-opencl-icd clinfo libpapi-dev python3 python3-matplotlib git
+      pocl-opencl-icd clinfo clpeak python3-pyopencl python3-numpy libpapi-dev python3 python3-matplotlib git
       openmpi-bin libopenmpi-dev chromium)
 missing=()
 for p in "${pkgs[@]}"; do

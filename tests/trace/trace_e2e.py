@@ -5,6 +5,7 @@ must match the planted one within 10%, and every trace must be valid trace-event
 
   trace_e2e.py --planted archbench_trace_planted --lib libarchbench_trace_opencl.so
                --tool tools/archbench_trace.py [--archbench build/archbench]
+               [--behave archbench_trace_behave]   (then also tests/trace/corpus.py's checks)
 
 Exit 0 on success, 1 on a failed check, 77 (skip) without an OpenCL device.
 """
@@ -81,6 +82,7 @@ def main():
     ap.add_argument("--lib", required=True)
     ap.add_argument("--tool", required=True)
     ap.add_argument("--archbench", help="also trace a short archbench run")
+    ap.add_argument("--behave", help="also run the corpus (tests/trace/corpus.py) with this archbench_trace_behave")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="archbench-trace-e2e-")
 
@@ -154,8 +156,14 @@ def main():
         if s:
             check_trace(trace, "archbench")
 
+    corpus_failed = 0
+    if args.behave:  # programs nobody here wrote, and ones that sleep, fork, exec, signal, crash
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import corpus
+        corpus_failed = corpus.run_checks(argparse.Namespace(tool=args.tool, lib=args.lib, behave=args.behave,
+                                                             planted=None, table=None, repeat=1))
     print(f"{len(failures)} check(s) failed" if failures else "all checks passed")
-    return 1 if failures else 0
+    return 1 if failures or corpus_failed else 0
 
 
 if __name__ == "__main__":

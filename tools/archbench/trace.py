@@ -847,9 +847,9 @@ def cmd_run(args):
         t = time.monotonic()
         try:
             child = subprocess.Popen(cmd, env=e)
-        except OSError as err:
+        except OSError as err:  # not a format the kernel runs, say: the shell's 126 (127: gone)
             say(f"{prog}: cannot run: {err.strerror or err}")
-            return 126, 0.0
+            raise SystemExit(127 if isinstance(err, FileNotFoundError) else 126) from None
         old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT)}
         try:
             rc = child.wait()
