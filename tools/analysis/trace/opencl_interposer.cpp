@@ -2,11 +2,13 @@
 //
 // It defines the OpenCL entry points it needs, records what each call did (kernels, copies,
 // maps, builds, synchronisations, with the host call path that issued them), forwards to the
-// ICD loader's own symbol (dlsym RTLD_NEXT), and samples the program's threads with a timer
-// signal. Raw records (tools/analysis/trace/FORMAT.md) are written at exit to
-// $ARCHBENCH_TRACE_DIR/<prog>-<pid>.jsonl. Nothing is written for a process that never calls
-// OpenCL. Environment: ARCHBENCH_TRACE_DIR, ARCHBENCH_TRACE_SAMPLE_US (sampling interval per
-// thread, wall clock, default 1000; 0: none; see Sampler in common.hpp), ARCHBENCH_TRACE_MAX_RECORDS
+// ICD loader's own symbol (dlsym RTLD_NEXT), and samples the program's threads without
+// interrupting their system calls (Sampler in common.hpp). Raw records
+// (tools/analysis/trace/FORMAT.md) go to $ARCHBENCH_TRACE_DIR/<prog>-<pid>.jsonl as they complete,
+// from the process's first OpenCL call; nothing is written for a process that never calls
+// OpenCL (a forked child starts empty). The program's signal handlers, exit and _exit are kept
+// as they are (see sigaction() below). Environment: ARCHBENCH_TRACE_DIR, ARCHBENCH_TRACE_SAMPLE_US
+// (sampling interval per thread, default 1000; 0: none), ARCHBENCH_TRACE_MAX_RECORDS
 // (default 1000000; the rest are counted as dropped). When the CUDA tracer is injected into the
 // same process (CUDA_INJECTION64_PATH set), this one writes <prog>-<pid>-opencl.jsonl instead, so
 // that neither file overwrites the other.
