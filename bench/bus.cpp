@@ -127,6 +127,10 @@ Workload transfer(const Plan& plan, Direction dir, HostMemory mem, std::size_t b
 // passes add 1 to every double, the data comes back and the host adds 1 to every double.
 // Bytes as the seed counts them: 2 x size x (reuse + 1) per launch (each pass reads and writes
 // every double). Timed by the host clock, since the host pass is part of it.
+// OpenCL: pageable is malloc'd memory and pinned a mapped CL_MEM_ALLOC_HOST_PTR buffer, both
+// copied by clEnqueueWrite/ReadBuffer; managed is a fine-grained SVM buffer (host and kernels
+// on the same memory, as CUDA's managed memory), where the device has it; zero copy (mapped)
+// is skipped with the reason (the backend's alloc_host says why).
 Workload reuse(const Plan& plan, HostMemory mem, std::size_t bytes, int passes) {
   Workload w;
   w.identify(identity({{"family", "bus"}, {"backend", plan.device.backend}, {"op", std::string("reuse_") + memory_name(mem)}},
@@ -225,17 +229,22 @@ std::vector<Workload> build(const Plan& plan) {
   for (Direction dir : {Direction::to_device, Direction::to_host})
     for (HostMemory mem : {HostMemory::pageable, HostMemory::pinned, HostMemory::mapped})
       for (std::size_t b : sizes(plan)) out.push_back(transfer(plan, dir, mem, b));
-  if (!plan.device.async_copies || !has_kernel(plan.device, "bus")) return out;
-  // Where the device has copy engines and bus kernels (nvbandwidth's tests and seed 001's study):
-  // both directions at once from pinned memory, device to device by the copy engine and by the
-  // SMs, and the reuse study.
-  for (std::size_t b : sizes(plan)) {
-    out.push_back(transfer(plan, Direction::both, HostMemory::pinned, b));
-    out.push_back(transfer(plan, Direction::on_device, HostMemory::pinned, b));
-    out.push_back(sm_copy(plan, b));
-  }
-  // Working set against reuse: quick 1, 16 and 256 MiB with 1, 16 and 256 passes; full every
-  // 4x from 64 KiB to 1 GiB with 1 to 1024 passes.
+  const DeviceInfo& d = plan.device;
+  if (!has_kernel(d, "bus")) return out;
+  // Where the device has copy engines (nvbandwidth's tests): both directions at once from
+  // pinned memory, device to device by the copy engine and by the SMs.
+  if (d.async_copies)
+    for (std::size_t b : sizes(plan)) {
+      out.push_back(transfer(plan, Direction::both, HostMemory::pinned, b));
+      out.push_back(transfer(plan, Direction::on_device, HostMemory::pinned, b));
+      out.push_back(sm_copy(plan, b));
+    }
+  // Seed 001 section 6's study, working set against reuse: quick (devices with copy engines
+  // only) 1, 16 and 256 MiB with 1, 16 and 256 passes; full every 4x from 64 KiB to 1 GiB with
+  // 1 to 1024 passes (the seed's figure reaches 1000), leaving out the points whose passes move
+  // more than a launch should (seconds each): zero copy beyond 4 GiB of passes (quick) or 16 GiB
+  // (full, about a second over PCIe), anything beyond 4 GiB on a CPU device.
+  if (plan.size == Size::quick && !d.async_copies) return out;
   std::vector<std::size_t> sets;
   std::vector<int> reuses;
   if (plan.size == Size::test) {
@@ -248,16 +257,21 @@ std::vector<Workload> build(const Plan& plan) {
     for (std::size_t b = std::size_t(64) << 10; b <= (std::size_t(1) << 30); b *= 4) sets.push_back(b);
     for (int r = 1; r <= 1024; r *= 4) reuses.push_back(r);
   }
+  const double gib = double(std::size_t(1) << 30);
   for (HostMemory mem : {HostMemory::pageable, HostMemory::pinned, HostMemory::mapped, HostMemory::managed})
     for (std::size_t b : sets)
       for (int r : reuses) {
-        if (plan.device.max_alloc && b > plan.device.max_alloc) continue;
-        if ((mem == HostMemory::mapped && !plan.device.mapped_host) || (mem == HostMemory::managed && !plan.device.managed_memory))
-          continue;
-        // Zero copy crosses the bus on every pass (no caching benefit, the seed's Fig. 7c): the
-        // quick sweep leaves out its points of more than 4 GiB of passes (seconds per launch).
-        if (mem == HostMemory::mapped && plan.size == Size::quick && double(b) * r > double(std::size_t(4) << 30)) continue;
-        out.push_back(reuse(plan, mem, b, r));
+        if (d.max_alloc && b > d.max_alloc) continue;
+        const double passes = double(b) * r;
+        if (mem == HostMemory::mapped && passes > (plan.size == Size::quick ? 4 : 16) * gib) continue;
+        if (!d.is_gpu && passes > 4 * gib) continue;
+        Workload w = reuse(plan, mem, b, r);
+        if (mem == HostMemory::mapped && !d.mapped_host)
+          w.skip = "the device has no zero-copy host memory that its kernels reach while the host works on it";
+        if (mem == HostMemory::managed && !d.managed_memory)
+          w.skip = "the device has no managed memory (CUDA) or fine-grained SVM buffers (OpenCL)";
+        if (!d.fp64) w.skip = "the device has no fp64 (the study's data are doubles)";
+        out.push_back(std::move(w));
       }
   return out;
 }

@@ -36,9 +36,19 @@
 // passes race (no order between work-groups): the host then uses a = 1, b = 1 and accepts any
 // x0 + m with 1 <= m <= sharers x reps (each stored value is one more than some value read),
 // and exactness only where a slice has one owner.
+//
+// Seed 001 section 4's three GPU kernels over working set (full sweep, one point per octave):
+// kernel A is rmw above (trials inside the kernel); B, cache/<backend>/trial/block:K/bytes:N,
+// one launch per trial (the reuse outside the kernel: each launch's grid strides over the set
+// once, x = x * a + b); C, cache/<backend>/shared/block:K/bytes:N, the reuse through local
+// (shared) memory (each group's slice a tile at a time: loaded, reps passes there, stored; see
+// shared() and cache.cl). The block axis: the seed's grids of 224 blocks of 32 or 64 threads
+// (K = 32x224, 64x224; kernel A too: cache/<backend>/rmw/block:K/bytes:N) and the device's
+// best (K = best: kernel A's own block; A's series at it keeps its name without the axis).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 
 #include "fixtures/core/data.hpp"
 #include "fixtures/core/workload.hpp"
@@ -57,14 +67,39 @@ struct Geometry {
   std::size_t sharers(std::size_t s) const { return groups / slices + (s < groups % slices ? 1 : 0); }
 };
 
-Geometry geometry(const Plan& plan, std::size_t want, bool rmw) {
+// A launch's blocks: work-group size and count. The device's best (what kernel A has always
+// run: 256 work-items, 8 groups per compute unit on a GPU, 4 on a CPU) or the seed's fixed
+// grids of 224 blocks of 32 or 64 threads (`seed_threads`).
+struct Block {
+  std::size_t wg = 1, groups = 1;
+  std::string name;  // the block axis' value: "32x224", "64x224", "best"
+};
+
+Block block(const Plan& plan, std::size_t seed_threads = 0) {
+  const DeviceInfo& d = plan.device;
+  const bool test = plan.size == Size::test;
+  Block b;
+  if (seed_threads) {
+    b.wg = std::min<std::size_t>(seed_threads, std::max<std::size_t>(d.max_work_group, 1));
+    b.groups = test ? 8 : 224;
+    b.name = std::to_string(seed_threads) + "x224";
+    return b;
+  }
+  const std::size_t cap = std::min<std::size_t>(test ? 64 : 256, std::max<std::size_t>(d.max_work_group, 1));
+  while (b.wg * 2 <= cap) b.wg *= 2;
+  const std::size_t cus = std::max<unsigned>(d.compute_units, 1);
+  b.groups = test ? 8 : d.is_gpu ? cus * 8 : cus * 4;
+  b.name = "best";
+  return b;
+}
+
+Geometry geometry(const Plan& plan, std::size_t want, bool rmw, const Block& blk) {
   const DeviceInfo& d = plan.device;
   const std::size_t cus = std::max<unsigned>(d.compute_units, 1);
   const bool test = plan.size == Size::test;
   Geometry g;
-  const std::size_t cap = std::min<std::size_t>(test ? 64 : 256, std::max<std::size_t>(d.max_work_group, 1));
-  while (g.wg * 2 <= cap) g.wg *= 2;
-  g.groups = test ? 8 : d.is_gpu ? cus * 8 : cus * 4;
+  g.wg = blk.wg;
+  g.groups = blk.groups;
   const std::size_t vecs = std::max(want / kVec, g.wg);
   g.slices = std::clamp<std::size_t>(vecs / g.wg, 1, g.groups);
   g.slice_vecs = vecs / g.slices / g.wg * g.wg;
@@ -127,14 +162,22 @@ Workload read(const Plan& plan, const Geometry& g) {
   return w;
 }
 
-Workload rmw(const Plan& plan, const Geometry& g) {
+// The name of a workload of this family: kernel A's read and rmw at the best block keep their
+// names of old; other blocks and kernels B and C name their block.
+Identity name_of(const Plan& plan, const std::string& op, const Block& blk, std::size_t bytes) {
+  Axes keyed = {{"bytes", std::to_string(bytes)}};
+  if (blk.name != "best" || op == "trial" || op == "shared") keyed.insert(keyed.begin(), {"block", blk.name});
+  return identity({{"family", "cache"}, {"backend", plan.device.backend}, {"op", op}}, keyed);
+}
+
+Workload rmw(const Plan& plan, const Geometry& g, const Block& blk) {
   Workload w;
   const std::size_t vecs = g.slices * g.slice_vecs, sv = g.slice_vecs;
   const std::uint32_t slices = std::uint32_t(g.slices), reps = g.reps;
   const bool shared = g.groups > g.slices;
   // A shared slice is updated by racing groups: a = 1 keeps the outcome boundable (see top).
   const std::uint32_t a = shared ? 1u : 0x9e3779b1u, b = shared ? 1u : 0x7f4a7c15u;
-  w.identify(identity({{"family", "cache"}, {"backend", plan.device.backend}, {"op", "rmw"}}, {{"bytes", std::to_string(g.bytes())}}));
+  w.identify(name_of(plan, "rmw", blk, g.bytes()));
   w.kernel = {"cache", "cache_rmw", {}};
   w.range = Range::linear(g.groups * g.wg, g.wg);
   w.buffers = {{g.bytes(), [](Bytes& b) { Rng r(0x4e3); for (std::size_t i = 0; i < b.size() / 4; ++i) put<std::uint32_t>(b, i, std::uint32_t(r.next() >> 40)); }}};
@@ -165,6 +208,78 @@ Workload rmw(const Plan& plan, const Geometry& g) {
   return w;
 }
 
+// Kernel B: one launch is one trial, x = x * a + b once over the whole set by a grid-stride
+// loop of the block's grid (the reuse is outside the kernel, across launches).
+Workload trial(const Plan& plan, std::size_t want, const Block& blk) {
+  const std::size_t vecs = std::max<std::size_t>(want / kVec, 1);
+  const std::uint32_t a = 0x9e3779b1u, b = 0x7f4a7c15u;
+  Workload w;
+  w.identify(name_of(plan, "trial", blk, vecs * kVec));
+  w.kernel = {"cache", "cache_trial", {}};
+  w.range = Range::linear(blk.groups * blk.wg, blk.wg);
+  w.buffers = {{vecs * kVec, [](Bytes& b) { Rng r(0x7b1a); for (std::size_t i = 0; i < b.size() / 4; ++i) put<std::uint32_t>(b, i, std::uint32_t(r.next() >> 40)); }}};
+  w.args = {Arg::buf(0), Arg::scalar(std::uint32_t(vecs)), Arg::scalar(a), Arg::scalar(b)};
+  w.cost.bytes_read = w.cost.bytes_written = double(vecs * kVec);
+  w.check = [=](const std::vector<Bytes>& in, const std::vector<Bytes>& out, std::size_t every, Cost& t) {
+    for (std::size_t v = 0; v < vecs; v += every) {
+      for (std::size_t i = v * 4; i < v * 4 + 4; ++i)
+        if (const std::uint32_t want = get<std::uint32_t>(in[0], i) * a + b, got = get<std::uint32_t>(out[0], i); got != want)
+          return differs(i, want, got) + " (word " + std::to_string(i) + " after one trial)";
+      t.bytes_read += kVec;
+      t.bytes_written += kVec;
+    }
+    return std::string();
+  };
+  return w;
+}
+
+// Kernel C: each group's slice passes through local (shared) memory a tile at a time; the
+// tile takes `reps` passes of x = x * a + b there, a barrier between passes, then goes back.
+// The tile is at most 16 KiB and half the device's local memory, a power of two of vectors.
+// Groups: as many as the set has tiles, at most the block's count (each owns its slice: no
+// races). Cost: the global load and store of the set once, and reps local passes that each
+// read and write it: (reps + 1) x set bytes each way.
+Workload shared(const Plan& plan, std::size_t want, const Block& blk) {
+  const DeviceInfo& d = plan.device;
+  const bool test = plan.size == Size::test;
+  std::size_t tile = 1;
+  // (Test: 1 KiB, so that a slice takes several tiles.)
+  const std::size_t cap = std::min<std::size_t>(std::max<std::size_t>(want / kVec, blk.wg),
+                                                std::min<std::size_t>(test ? 1 << 10 : 16 << 10, d.local_mem / 2) / kVec);
+  while (tile * 2 <= cap) tile *= 2;
+  const std::size_t groups = std::clamp<std::size_t>(want / kVec / tile, 1, blk.groups);
+  const std::size_t slice = std::max<std::size_t>(want / kVec / groups / tile, 1) * tile, vecs = groups * slice;
+  std::uint32_t reps = 3;
+  if (!test) {  // about 0.75 ms (GPU) or 3 ms (CPU) of local passes at a rough rate, at least 8
+    const double rate = d.is_gpu ? 20e12 : 30e9, seconds = d.is_gpu ? 0.75e-3 : 3e-3;
+    reps = std::uint32_t(std::clamp(std::round(rate * seconds / (2.0 * vecs * kVec)), 8.0, 1e6));
+  }
+  const std::uint32_t a = 0x9e3779b1u, b = 0x7f4a7c15u;
+  Workload w;
+  w.identify(name_of(plan, "shared", blk, vecs * kVec));
+  w.kernel = {"cache", "cache_shared", {}};
+  w.range = Range::linear(groups * blk.wg, blk.wg);
+  w.buffers = {{vecs * kVec, [](Bytes& b) { Rng r(0x5a3d); for (std::size_t i = 0; i < b.size() / 4; ++i) put<std::uint32_t>(b, i, std::uint32_t(r.next() >> 40)); }}};
+  w.args = {Arg::buf(0), Arg::local(tile * kVec), Arg::scalar(std::uint32_t(slice)), Arg::scalar(std::uint32_t(tile)),
+            Arg::scalar(reps), Arg::scalar(a), Arg::scalar(b)};
+  w.cost.bytes_read = w.cost.bytes_written = double(vecs * kVec) * (reps + 1);
+  w.check = [=](const std::vector<Bytes>& in, const std::vector<Bytes>& out, std::size_t every, Cost& t) {
+    for (std::size_t v = 0; v < vecs; v += every) {
+      for (std::size_t i = v * 4; i < v * 4 + 4; ++i) {
+        std::uint32_t x = get<std::uint32_t>(in[0], i);
+        for (std::uint32_t r = 0; r < reps; ++r) x = x * a + b;
+        if (const std::uint32_t got = get<std::uint32_t>(out[0], i); got != x)
+          return differs(i, x, got) + " (word " + std::to_string(i) + " after " + std::to_string(reps) + " passes)";
+      }
+      t.bytes_read += double(kVec) * (reps + 1);
+      t.bytes_written += double(kVec) * (reps + 1);
+    }
+    return std::string();
+  };
+  if (tile < blk.wg) w.skip = "the device's local memory holds fewer vectors than a work-group has work-items";
+  return w;
+}
+
 std::vector<Workload> build(const Plan& plan) {
   const DeviceInfo& d = plan.device;
   std::vector<std::size_t> sizes;
@@ -184,14 +299,35 @@ std::vector<Workload> build(const Plan& plan) {
     }
   }
   std::vector<Workload> out;
+  const Block best = block(plan);
   for (bool is_rmw : {false, true}) {
     std::size_t last = 0;
     for (std::size_t s : sizes) {
-      const Geometry g = geometry(plan, s, is_rmw);
+      const Geometry g = geometry(plan, s, is_rmw, best);
       if (g.bytes() == last) continue;  // rounded onto the previous point
       last = g.bytes();
-      out.push_back(is_rmw ? rmw(plan, g) : read(plan, g));
+      out.push_back(is_rmw ? rmw(plan, g, best) : read(plan, g));
     }
+  }
+  if (plan.size == Size::quick) return out;
+  // Seed 001 section 4's GPU study (full sweep): kernel A (rmw) on the seed's grids, kernels B
+  // (trial) and C (shared) on them and on the best block; one point per octave (test: 4 and
+  // 32 KiB).
+  std::vector<std::size_t> octaves;
+  for (std::size_t s : sizes)
+    if (plan.size == Size::test || (s & (s - 1)) == 0 || s == sizes.back()) octaves.push_back(s);
+  for (const Block& blk : {block(plan, 32), block(plan, 64), best}) {
+    std::size_t last = 0;
+    for (std::size_t s : octaves) {
+      if (blk.name == "best") break;  // kernel A's best block is the series above
+      const Geometry g = geometry(plan, s, true, blk);
+      if (g.bytes() == last) continue;
+      last = g.bytes();
+      out.push_back(rmw(plan, g, blk));
+    }
+    for (std::size_t s : octaves) out.push_back(trial(plan, s, blk));
+    for (std::size_t s : octaves)
+      if (Workload w = shared(plan, s, blk); out.back().name != w.name) out.push_back(std::move(w));  // not rounded onto the last
   }
   return out;
 }

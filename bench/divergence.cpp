@@ -4,6 +4,10 @@
 // slowdown near P up to the warp size), while a CPU may hardly notice (Table 3). The
 // counter `slowdown` is the time of paths:P over the time of paths:1 (no branch) in the
 // same run; flop_per_s counts the work each work-item really does.
+// divmod (full sweep): the same paths with the seed's own body (Fig. 8: t1 /= t2; t2 %= t1),
+// integer division and modulo in one dependent chain (divergence.cl says how it is kept safe
+// for any input); op_per_s counts a divide, a modulo and two adds a step, and the final add.
+// Names: divergence/<backend>/paths/paths:P (fma), divergence/<backend>/divmod/paths:P.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -82,6 +86,48 @@ Workload paths(const Plan& plan, int P, const std::string& baseline) {
   return w;
 }
 
+// The seed's body: one chain of t1 = t1 / t2 + a, t2 = t2 % t1 + b per work-item (a GPU
+// takes ~40 instructions a step, so fewer steps than the fma body: ~1 ms without branches).
+Workload divmod(const Plan& plan, int P, const std::string& baseline) {
+  const Shape s = shape(plan);
+  const std::uint32_t iters = plan.size == Size::test ? 3 : plan.device.is_gpu ? 512 : 256;
+  Workload w;
+  w.identify(identity({{"family", "divergence"}, {"backend", plan.device.backend}, {"op", "divmod"}}, {{"paths", std::to_string(P)}}));
+  w.kernel = {"divergence", "divmod", {{"PATHS", std::to_string(P)}}};
+  w.range = Range::linear(s.items, s.local);
+  w.buffers = {{s.items * 2 * 4, [](Bytes& b) { Rng r(0xd17); for (std::size_t i = 0; i < b.size() / 4; ++i) put<std::uint32_t>(b, i, std::uint32_t(2 + r.next() % 65534)); }},
+               {2 * kMaxPaths * 4,
+                [](Bytes& b) {  // a in [1, 2^16), b in [2, 256): see divergence.cl
+                  Rng r(89);
+                  for (int k = 0; k < kMaxPaths; ++k) {
+                    put<std::uint32_t>(b, 2 * k, std::uint32_t(1 + r.next() % 65535));
+                    put<std::uint32_t>(b, 2 * k + 1, std::uint32_t(2 + r.next() % 254));
+                  }
+                }},
+               {s.items * 4, nullptr}};
+  w.args = {Arg::buf(0), Arg::buf(1), Arg::buf(2), Arg::scalar<std::uint32_t>(iters)};
+  w.cost.int_ops = (4.0 * iters + 1) * s.items;
+  w.relative = Relative{baseline, "slowdown"};
+  w.check = [=](const std::vector<Bytes>& in, const std::vector<Bytes>& out, std::size_t every, Cost& tally) {
+    for (std::size_t k = 0;; ++k) {
+      const std::size_t g = k * every + (every > 1 ? k % P : 0);  // every path, as paths() does
+      if (g >= s.items) break;
+      const std::size_t path = (g % s.local) % P;
+      const std::uint32_t a = get<std::uint32_t>(in[1], 2 * path), b = get<std::uint32_t>(in[1], 2 * path + 1);
+      std::uint32_t t1 = get<std::uint32_t>(in[0], g), t2 = get<std::uint32_t>(in[0], g + s.items);
+      for (std::uint32_t i = 0; i < iters; ++i, tally.int_ops += 4) {
+        t1 = t1 / t2 + a;
+        t2 = t2 % t1 + b;
+      }
+      const std::uint32_t want = t1 + t2, got = get<std::uint32_t>(out[2], g);
+      tally.int_ops += 1;
+      if (got != want) return differs(g, want, got) + " (path " + std::to_string(path) + ")";
+    }
+    return std::string();
+  };
+  return w;
+}
+
 std::vector<Workload> build(const Plan& plan) {
   std::vector<Workload> out;
   // Seed 002 has 1 (no branch), 4, 16 and 32 paths; every power of two up to the warp size
@@ -92,6 +138,10 @@ std::vector<Workload> build(const Plan& plan) {
   const std::string base =
       identity({{"family", "divergence"}, {"backend", plan.device.backend}, {"op", "paths"}}, {{"paths", "1"}}).name;
   for (int P : ps) out.push_back(paths(plan, P, base));
+  if (plan.size == Size::quick) return out;
+  const std::string divmod_base =
+      identity({{"family", "divergence"}, {"backend", plan.device.backend}, {"op", "divmod"}}, {{"paths", "1"}}).name;
+  for (int P : ps) out.push_back(divmod(plan, P, divmod_base));
   return out;
 }
 

@@ -43,3 +43,31 @@ extern "C" __global__ void cache_rmw(U4* __restrict__ data, const uint slices, c
     for (uint i = l; i < slice_vecs; i += wg) s[i] = s[i] * a + b;
   }
 }
+
+// Kernel B of seed 001 section 4: one trial per launch (cache.cl says why each of B and C
+// looks as it does); the grid strides over the set once, x = x * a + b.
+extern "C" __global__ void cache_trial(U4* __restrict__ data, const uint vecs, const uint a, const uint b) {
+  for (size_t i = global_id(); i < vecs; i += global_size()) data[i] = data[i] * a + b;
+}
+
+// Kernel C of seed 001 section 4: the slice through shared memory a tile at a time, `reps`
+// rotated passes with a barrier between them (dynamic shared memory: the launch's local
+// argument).
+extern "C" __global__ void cache_shared(U4* __restrict__ data, const uint slice, const uint tile, const uint reps,
+                                        const uint a, const uint b) {
+  extern __shared__ U4 tile_mem[];
+  const uint l = local_id(), wg = local_size(), mask = tile - 1;
+  U4* s = data + size_t(group_id()) * slice;
+  for (uint base = 0; base < slice; base += tile) {
+    for (uint i = l; i < tile; i += wg) tile_mem[i] = s[base + i];
+    __syncthreads();
+    for (uint r = 0; r < reps; ++r) {
+      for (uint i = l; i < tile; i += wg) {
+        const uint k = (i + r) & mask;
+        tile_mem[k] = tile_mem[k] * a + b;
+      }
+      __syncthreads();
+    }
+    for (uint i = l; i < tile; i += wg) s[base + i] = tile_mem[i];
+  }
+}

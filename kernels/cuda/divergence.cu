@@ -17,10 +17,38 @@
       x3 = fmaf(x3, a, b);                                \
     }                                                     \
   }
-#define CASE(k) \
-  case k:       \
-    BODY(k) break;
-#define CASES4(k) CASE(k) CASE(k + 1) CASE(k + 2) CASE(k + 3)
+#define CASE(B, k) \
+  case k:          \
+    B(k) break;
+#define CASES4(B, k) CASE(B, k) CASE(B, k + 1) CASE(B, k + 2) CASE(B, k + 3)
+// PATH_CASES(B): a case for each of the PATHS paths, each running body B with its own index.
+#if PATHS > 32
+#define CASES_ABOVE_32(B) \
+  CASES4(B, 32) CASES4(B, 36) CASES4(B, 40) CASES4(B, 44) CASES4(B, 48) CASES4(B, 52) CASES4(B, 56) CASES4(B, 60)
+#else
+#define CASES_ABOVE_32(B)
+#endif
+#if PATHS > 16
+#define CASES_ABOVE_16(B) CASES4(B, 16) CASES4(B, 20) CASES4(B, 24) CASES4(B, 28) CASES_ABOVE_32(B)
+#else
+#define CASES_ABOVE_16(B)
+#endif
+#if PATHS > 8
+#define CASES_ABOVE_8(B) CASES4(B, 8) CASES4(B, 12) CASES_ABOVE_16(B)
+#else
+#define CASES_ABOVE_8(B)
+#endif
+#if PATHS > 4
+#define CASES_ABOVE_4(B) CASES4(B, 4) CASES_ABOVE_8(B)
+#else
+#define CASES_ABOVE_4(B)
+#endif
+#if PATHS > 2
+#define CASES_ABOVE_2(B) CASE(B, 2) CASE(B, 3) CASES_ABOVE_4(B)
+#else
+#define CASES_ABOVE_2(B)
+#endif
+#define PATH_CASES(B) CASE(B, 0) CASE(B, 1) CASES_ABOVE_2(B)
 
 extern "C" __global__ void paths(const float* __restrict__ in, const float* __restrict__ coef,
                                  float* __restrict__ out, const uint iters) {
@@ -30,26 +58,31 @@ extern "C" __global__ void paths(const float* __restrict__ in, const float* __re
   BODY(0)
 #else
   const uint path = local_id() % PATHS;
-  switch (path) {
-    CASE(0)
-    CASE(1)
-#if PATHS > 2
-    CASE(2)
-    CASE(3)
-#endif
-#if PATHS > 4
-    CASES4(4)
-#endif
-#if PATHS > 8
-    CASES4(8) CASES4(12)
-#endif
-#if PATHS > 16
-    CASES4(16) CASES4(20) CASES4(24) CASES4(28)
-#endif
-#if PATHS > 32
-    CASES4(32) CASES4(36) CASES4(40) CASES4(44) CASES4(48) CASES4(52) CASES4(56) CASES4(60)
-#endif
-  }
+  switch (path) { PATH_CASES(BODY) }
 #endif
   out[gid] = ((x0 + x1) + x2) + x3;
+}
+
+// The seed's own branch body, integer division and modulo (divergence.cl says how it is kept
+// safe for any input).
+#define DIVMOD(k)                                       \
+  {                                                     \
+    const uint a = coef[2 * (k)], b = coef[2 * (k) + 1]; \
+    for (uint i = 0; i < iters; ++i) {                  \
+      t1 = t1 / t2 + a;                                 \
+      t2 = t2 % t1 + b;                                 \
+    }                                                   \
+  }
+
+extern "C" __global__ void divmod(const uint* __restrict__ in, const uint* __restrict__ coef, uint* __restrict__ out,
+                                  const uint iters) {
+  const size_t gid = global_id(), n = global_size();
+  uint t1 = in[gid], t2 = in[gid + n];
+#if PATHS == 1
+  DIVMOD(0)
+#else
+  const uint path = local_id() % PATHS;
+  switch (path) { PATH_CASES(DIVMOD) }
+#endif
+  out[gid] = t1 + t2;
 }

@@ -46,3 +46,33 @@ __kernel void cache_rmw(__global uint4* restrict data, const uint slices, const 
     for (uint i = l; i < slice_vecs; i += wg) s[i] = s[i] * a + b;
   }
 }
+
+// Kernel B of seed 001 section 4 ("global_tOnside"): one trial per launch, the reuse outside
+// the kernel. The grid strides over all `vecs` vectors of the set once, x = x * a + b.
+__kernel void cache_trial(__global uint4* restrict data, const uint vecs, const uint a, const uint b) {
+  for (size_t i = get_global_id(0); i < vecs; i += get_global_size(0)) data[i] = data[i] * a + b;
+}
+
+// Kernel C of seed 001 section 4 ("sharemem"): group g's slice of `slice` vectors passes
+// through local memory `tile` vectors (a power of two) at a time: loaded, `reps` passes of
+// x = x * a + b there, stored back. In pass r work-item l updates tile vectors (i + r) mod
+// tile for its i = l, l + wg, ...: each pass touches every vector once, neighbours take
+// neighbours (no bank conflicts), and since a work-item's vectors change from pass to pass,
+// with a barrier between passes, no compiler can keep them in registers instead.
+__kernel void cache_shared(__global uint4* restrict data, __local uint4* tile_mem, const uint slice, const uint tile,
+                           const uint reps, const uint a, const uint b) {
+  const uint l = (uint)get_local_id(0), wg = (uint)get_local_size(0), mask = tile - 1;
+  __global uint4* s = data + (size_t)get_group_id(0) * slice;
+  for (uint base = 0; base < slice; base += tile) {
+    for (uint i = l; i < tile; i += wg) tile_mem[i] = s[base + i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (uint r = 0; r < reps; ++r) {
+      for (uint i = l; i < tile; i += wg) {
+        const uint k = (i + r) & mask;
+        tile_mem[k] = tile_mem[k] * a + b;
+      }
+      barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    for (uint i = l; i < tile; i += wg) s[base + i] = tile_mem[i];
+  }
+}
