@@ -196,6 +196,8 @@ def write_table(rows, folder):
              "(`exact`: stdout and stderr byte for byte; `masked`: stdout with every number masked, for programs "
              "that print timings). The planted gap is archbench_trace_planted's host work between two kernels, "
              "measured as the device's idle gap on the host clock.", "",
+             "Wall traced is the whole `archbench_trace.py run` (its Python start, the traced run, the report and "
+             "trace.json.gz), so short programs show that fixed cost.", "",
              "| program | wall untraced s | wall traced s | ratio | exit untraced / traced | output unchanged | trace valid | planted gap ms / measured |",
              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
