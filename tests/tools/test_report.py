@@ -1,7 +1,8 @@
 """The report (tools/archbench_report.py): pages from synthetic results (every family, an unknown
 one, schema 1, several runs) and from committed results, their bad inputs, and each page loaded in
-headless Chromium (the DevTools protocol over a pipe): no console error, no request leaves the
-page, and a screenshot of every chart section is non-blank (decoded here, standard library only).
+headless Chromium (the DevTools protocol over a pipe), the committed pages under results/ too: no
+console error, no request leaves the page, and a screenshot of every chart section is non-blank
+(decoded here, standard library only).
 
 The tools ctest runs the page checks (the browser ones skip there); the report ctest runs this
 file as a script, which runs the browser checks (ARCHBENCH_REPORT_BROWSER=1) and exits 77 (skip,
@@ -117,6 +118,12 @@ def synthetic(device="Synthetic GPU", backend="opencl", scale=1.0, families=None
     for n in (1, 8):
         add("flops", "{family}/{backend}/{source}/{type}/flops:{flops}", {"flop_per_s": 1e10 * n, "byte_per_s": 4e10},
             source="dram", type="float", flops=n, scalar="float", width=1)
+    for items in (1024, 4096):  # issue 21's axes: the search, many-item chase, host threads
+        add("compute", "{family}/{backend}/{op}/{type}/{study}/items:{items}/group:{group}", {"flop_per_s": items * 1e8},
+            op="mad", type="float4", study="search", items=items, group=64, scalar="float", width=4)
+        add("scalability", "{family}/{backend}/{op}/threads:{threads}", {"flop_per_s": items * 1e6},
+            op="host_threads", threads=items // 1024)
+    add("latency", "{family}/{backend}/{op}/bytes:{bytes}", {"byte_per_s": 1e11}, op="chase_load", bytes=1 << 20)
     add("warp_shuffle", "{family}/{backend}/{op}/lanes:{lanes}", {"op_per_s": 3e12}, op="xor", lanes=32)
     out.append(dict(entry("compute/%s/mad/double" % b, {}, "", {})[0], name="compute/%s/mad/double/manual_time" % b,
                     axes={"family": "compute", "backend": b, "op": "mad", "type": "double"},
@@ -172,7 +179,8 @@ class ReportTest(unittest.TestCase):
                      "stride-sweep", "cache-bandwidth-over-working-set", "bank-conflicts-local-memory",
                      "divergence", "divergence-slowdown", "scalability", "speedup",
                      "host-transfers-by-size-and-memory-kind", "image-shapes", "builtins", "launch-latency",
-                     "roofline-float", "topdown", "energy", "warp-shuffle"):
+                     "roofline-float", "topdown", "energy", "warp-shuffle", "work-item-and-work-group-search",
+                     "host-thread-baseline", "pointer-chase-load-bandwidth"):
             self.assertIn(want, anchors)
         self.assertTrue(all(uri for _, uri in sections(html)), "every chart drawn")
         self.assertIn("device has no fp64", html)  # a failed benchmark is said under its chart
@@ -352,7 +360,8 @@ class DevTools:
 
 
 def check_in_browser(test, exe, path):
-    """Load the page: no console error, no request but data: URIs, every chart section non-blank."""
+    """Load the page: no console error, no request but data: URIs, every chart section's image
+    decoded and its screenshot non-blank (the chart itself: the first image of the section)."""
     profile = tempfile.mkdtemp(prefix="archbench-chromium-")
     browser = DevTools(exe, profile)
     try:
@@ -364,9 +373,9 @@ def check_in_browser(test, exe, path):
         browser.send("Page.navigate", session, url=url)
         browser.wait_for("Page.loadEventFired", timeout=180)
         anchors = browser.send("Runtime.evaluate", session, returnByValue=True, expression=(
-            "Array.from(document.querySelectorAll('section.chart')).map(s => { const r = s.getBoundingClientRect();"
-            " const i = s.querySelector('img'); return [s.id, r.x, r.y + window.scrollY, r.width, r.height,"
-            " i ? i.complete && i.naturalWidth > 0 : false]; })"))["result"]["value"]
+            "Array.from(document.querySelectorAll('section.chart')).map(s => { const i = s.querySelector('img');"
+            " const r = (i || s).getBoundingClientRect(); return [s.id, r.x, r.y + window.scrollY, r.width,"
+            " r.height, i ? i.complete && i.naturalWidth > 0 : false]; })"))["result"]["value"]
         test.assertTrue(anchors, "no chart section in the page")
         blank = []
         for anchor, x, y, w, h, decoded in anchors:
@@ -421,18 +430,20 @@ class BrowserTest(unittest.TestCase):
         self.assertGreater(n, 15)
 
     def test_committed_results(self):
-        runs = [POCL, ",".join(os.path.join(H100, f) for f in ("cuda-quick.json", "cuda-topdown.json"))]
-        for run in runs:
-            with self.subTest(run=os.path.relpath(run.split(",")[0], ROOT)):
-                self.assertGreater(check_in_browser(self, chromium(), self.render(run)), 10)
+        # A page drawn now from a committed record, and the committed pages of the H100 and PoCL.
+        pages = [self.render(POCL), os.path.join(H100, "report.html"), os.path.join(os.path.dirname(POCL),
+                                                                                    "report.html")]
+        for page in pages:
+            with self.subTest(page=os.path.relpath(page, ROOT)):
+                self.assertGreater(check_in_browser(self, chromium(), page), 10)
 
 
 def main():
     """As a script (the report ctest): the browser tests (or the tests named as arguments); 77 when
     one could not run (the reason printed), 1 on a failure."""
     os.environ[BROWSER_ENV] = "1"
-    result = unittest.main(argv=sys.argv if len(sys.argv) > 1 else [sys.argv[0], "BrowserTest"], exit=False,
-                           verbosity=2).result
+    argv = sys.argv if len(sys.argv) > 1 else [sys.argv[0], "BrowserTest"]
+    result = unittest.main(module=__name__, argv=argv, exit=False, verbosity=2).result
     if not result.wasSuccessful():
         return 1
     skipped = [reason for _, reason in result.skipped]

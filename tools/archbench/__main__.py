@@ -2,7 +2,7 @@
 import importlib
 import sys
 
-COMMANDS = ("compare", "history", "merge", "peer", "roofline", "topdown", "trace", "variability")
+COMMANDS = ("compare", "history", "merge", "peer", "report", "roofline", "topdown", "trace", "variability")
 
 
 def main(argv=None):

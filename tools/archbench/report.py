@@ -51,7 +51,7 @@ FACTS = ("device", "device_type", "device_vendor", "platform", "platform_version
          "runtime_version", "kernel_language", "arch", "compute_units", "max_clock_mhz", "global_mem_bytes",
          "local_mem_bytes", "cache_bytes", "fp64", "fp16", "bf16", "images", "host_unified_memory",
          "energy_meter", "host", "date", "archbench_version", "sweep", "filter", "converted_from_schema")
-SIZE_AXES = ("bytes", "square")  # axes that are sizes in bytes
+SIZE_AXES = ("bytes", "square", "array")  # axes that are sizes in bytes
 WIDE = 50  # a range of values wider than this factor is drawn on a log scale
 
 
@@ -72,7 +72,8 @@ class Run:
     """The files of one run, merged."""
     arg: str
     files: list
-    context: dict
+    context: dict                  # the first file's value of each key
+    facts: dict                    # key -> every distinct value over the run's files
     rows: list
     benches: dict
     cache_bytes: dict
@@ -108,18 +109,20 @@ def read_run(arg, index):
     """A RUN argument: a file, a folder, or files joined by commas."""
     parts = [arg] if os.path.exists(arg) else [p for p in arg.split(",") if p]
     files = [f for p in parts for f in ar.result_files(p)]
-    context, entries, benches, cache_bytes = {}, [], {}, {}
+    context, facts, entries, benches, cache_bytes = {}, {}, [], {}, {}
     for file in files:
         ctx, es = ar.read_results(file)
         for key, value in ctx.items():
             context.setdefault(key, value)
+            if value not in facts.setdefault(key, []):
+                facts[key].append(value)
         cb = ar.number(ar.to_float(ctx.get("cache_bytes")))
         if cb:
             backend = str(ctx.get("backend", ""))
             cache_bytes[backend] = max(cache_bytes.get(backend, 0.0), cb)
         entries += es
         ar.add_entries(benches, es, energy=True)
-    return Run(arg, files, context, rows_of(entries, index), benches, cache_bytes)
+    return Run(arg, files, context, facts, rows_of(entries, index), benches, cache_bytes)
 
 
 def label_runs(runs):
@@ -397,31 +400,47 @@ CHARTS = [
     Chart("latency", "Latency staircase", sweep("bytes", "ns_per_access", xbytes=True, logy=False, marks=cache_marks,
                                                 xlabel="working set"),
           "One work-item chasing a random cycle over the working set: ns per access, median of the repetitions; "
-          "dashed lines: the cache sizes in the context."),
-    Chart("compute", "Compute per type and width", sweep("width", series=("scalar",), panel="op", xlabel="vector width"),
+          "dashed lines: the cache sizes in the context.", needs="ns_per_access"),
+    Chart("latency", "Pointer-chase load bandwidth", sweep("bytes", "byte_per_s", series=("op",), xbytes=True,
+                                                          xlabel="working set"),
+          "Many work-items chasing the same cycle from their own lines, as load bandwidth (seed 000 Fig. 6).",
+          where={"op": ("chase_load",)}),
+    Chart("compute", "Compute per type and width", sweep("width", series=("scalar",), panel="op",
+                                                         xlabel="vector width"),
           "Peak arithmetic per operation, scalar type and vector width (seed 000 Table I, seed 002 §2.1).",
-          where={"groups": False, "op": SCALAR_OPS, "width": True}),
-    Chart("compute", "Work-group study", sweep("groups", series=("op", "type"), marks=unit_marks, xlabel="work-groups"),
+          where={"groups": False, "items": False, "op": SCALAR_OPS, "width": True}),
+    Chart("compute", "Work-group study", sweep("groups", series=("type",), panel=lambda a: f"{a.get('op')} "
+                                               f"{a.get('scalar', '')}", marks=unit_marks, xlabel="work-groups"),
           "Throughput over the number of work-groups; dashed lines at multiples of the compute units "
           "(seed 000 Figs. 7-8).", where={"groups": True}),
+    Chart("compute", "Work-item and work-group search", sweep("items", series=("group",), panel="type",
+                                                              xlabel="work-items"),
+          "FLOPS over work-items x work-group size as seed 002 §2.1 searched; the best point is the peak "
+          "(a line per work-group size).", where={"study": ("search",)}),
     Chart("compute", "Tensor cores and packed integer", bars(("op", "type")),
           "mma.sync, wgmma and dp4a throughput (CUDA).", where={"op": ("mma", "wgmma", "dp4a")}),
     Chart("memory", "Stream bandwidth", bars("op", "byte_per_s", series=("type",)),
           "BabelStream's kernels (copy, mul, add, triad, dot) over device memory, their byte counts.",
           where={"op": STREAM_OPS}),
-    Chart("memory", "Stride sweep", sweep("stride", "byte_per_s", series=("op",), logx=False, xlabel="stride (elements)"),
+    Chart("memory", "Stride sweep", sweep("stride", "byte_per_s", series=("op",), logx=False,
+                                          xlabel="stride (elements)"),
           "Bandwidth over the access stride (seed 002 formula 1).", where={"op": ("stride_read", "stride_write")}),
-    Chart("memory", "Row- and column-major access", sweep("bytes", "byte_per_s", series=("op",), xbytes=True,
+    Chart("memory", "Row- and column-major access", sweep("bytes", "byte_per_s", series=("op", "array"), xbytes=True,
                                                           xlabel="bytes per work-item"),
           "Row- against column-major access by bytes per work-item (seed 002 §2.3.1).",
           where={"op": ("row_read", "row_write", "col_read", "col_write")}),
     Chart("memory", "Load/store per vector width", sweep("width", "byte_per_s", series=("op",), xlabel="vector width"),
           "Streaming load/store per vector width (a streaming kernel: seed 000 Fig. 9 reuses a cache-resident "
           "buffer instead).", where={"op": ("load_store",)}),
-    Chart("cache", "Cache bandwidth over working set", sweep("bytes", "byte_per_s", series=("op",), xbytes=True, marks=cache_marks,
-                                                             xlabel="working set"),
-          "Read and read-modify-write bandwidth with reuse inside the kernel (seed 001 §4, kernel A); dashed "
-          "lines: the cache sizes in the context."),
+    Chart("memory", "Load/store with reuse", sweep("groups", "byte_per_s", series=("type",), marks=unit_marks,
+                                                   xlabel="work-groups"),
+          "Load/store per vector width with reuse inside the kernel over a cache-resident buffer, against the "
+          "work-group count (seed 000 Fig. 9).", where={"op": ("load_store_reuse",)}),
+    Chart("cache", "Cache bandwidth over working set", sweep("bytes", "byte_per_s", series=("op", "block"),
+                                                             xbytes=True, marks=cache_marks, xlabel="working set"),
+          "Read and read-modify-write bandwidth with reuse inside the kernel (seed 001 §4: kernel A, and B, C "
+          "where measured: reuse by launches, through shared memory); dashed lines: the cache sizes in the "
+          "context."),
     Chart("flops", "Flops per element", sweep("flops", "flop_per_s", series=("source", "type"),
                                               xlabel="FLOP per element loaded"),
           "The arithmetic-intensity sweep from device memory and from cache (seed 001 §5); the roofline below "
@@ -437,20 +456,23 @@ CHARTS = [
           "Time over the one-path time of the same run (schema 2 relation 'slowdown').", needs="slowdown",
           claims=False),
     Chart("scalability", "Scalability", sweep("items", "byte_per_s", series=("op",), xlabel="work-items"),
-          "Vector add over 64 MiB arrays with 1 to 2^24 work-items (seed 002 §2.5)."),
+          "Vector add over 64 MiB arrays with 1 to 2^24 work-items (seed 002 §2.5).", where={"items": True}),
+    Chart("scalability", "Host-thread baseline", sweep("threads", series=("op",), xlabel="host threads"),
+          "The same vector add by plain host threads, the baseline of seed 002 §2.5.", where={"threads": True}),
     Chart("scalability", "Speedup", sweep("items", "speedup", series=("op",), logy=True, ideal=True,
                                           xlabel="work-items"),
           "Speedup over one work-item, same run (schema 2 relation 'speedup'); dashed: linear scaling.",
-          needs="speedup", claims=False),
-    Chart("bus", "Host transfers by size and memory kind", sweep("bytes", "byte_per_s", series=("op",), panel=bus_kind, xbytes=True,
-                                                                 xlabel="transfer size"),
+          where={"items": True}, needs="speedup", claims=False),
+    Chart("bus", "Host transfers by size and memory kind", sweep("bytes", "byte_per_s", series=("op",), panel=bus_kind,
+                                                                 xbytes=True, xlabel="transfer size"),
           "Host to device and back: pageable, pinned, mapped (seed 002 §2.2); CUDA adds both ways at once and "
           "device-to-device copies.", where={"reuse": False}),
     Chart("bus", "Reuse of host data", sweep("reuse", "byte_per_s", series=("bytes",), panel="op", xlabel="reuse"),
           "Bandwidth over reuse per working set and memory kind (seed 001 §6).", where={"reuse": True}),
     Chart("image", "Image shapes", bars("shape", "byte_per_s", series=("op",)),
           "read_imagef / write_imagef bandwidth over shapes of one size (seed 002 §2.3.4).", where={"shape": True}),
-    Chart("image", "Image sizes", sweep("square", "byte_per_s", series=("op",), xbytes=True, xlabel="square image size"),
+    Chart("image", "Image sizes", sweep("square", "byte_per_s", series=("op",), xbytes=True,
+                                        xlabel="square image size"),
           "Image bandwidth over square sizes (seed 002 §2.3.4).", where={"square": True}),
     Chart("builtins", "Builtins", bars("op", "call_per_s", series=("type",), sort=True),
           "Calls per second of the builtins of seed 002 Table 1 (chains of calls)."),
@@ -724,7 +746,7 @@ def table(header, rows, numeric=()):
 
 def facts_html(page):
     keys = [k for k in FACTS if any(k in r.context for r in page.runs)]
-    rows = [[k] + [str(r.context.get(k, "")) for r in page.runs] for k in keys]
+    rows = [[k] + [", ".join(map(str, r.facts.get(k, []))) for r in page.runs] for k in keys]
     rows.append(["files"] + [", ".join(os.path.relpath(f) if not os.path.isabs(r.arg) else f for f in r.files)
                              for r in page.runs])
     return table(["fact"] + [r.label for r in page.runs], rows)
