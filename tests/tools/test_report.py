@@ -119,7 +119,8 @@ def synthetic(device="Synthetic GPU", backend="opencl", scale=1.0, families=None
         add("flops", "{family}/{backend}/{source}/{type}/flops:{flops}", {"flop_per_s": 1e10 * n, "byte_per_s": 4e10},
             source="dram", type="float", flops=n, scalar="float", width=1)
     for items in (1024, 4096):  # issue 21's axes: the search, many-item chase, host threads
-        add("compute", "{family}/{backend}/{op}/{type}/{study}/items:{items}/group:{group}", {"flop_per_s": items * 1e8},
+        add("compute", "{family}/{backend}/{op}/{type}/{study}/items:{items}/group:{group}",
+            {"flop_per_s": items * 1e8},
             op="mad", type="float4", study="search", items=items, group=64, scalar="float", width=4)
         add("scalability", "{family}/{backend}/{op}/threads:{threads}", {"flop_per_s": items * 1e6},
             op="host_threads", threads=items // 1024)

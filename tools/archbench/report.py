@@ -46,7 +46,8 @@ METRIC_LABEL = {"flop_per_s": ("throughput", "FLOP/s"), "op_per_s": ("throughput
                 "real_time": ("time per launch", "s"), "watt": ("power", "W"), "joule": ("energy", "J"),
                 "flop_per_joule": ("efficiency", "FLOP/J"), "byte_per_joule": ("efficiency", "B/J"),
                 "slowdown": ("slowdown", "x"), "speedup": ("speedup", "x")}
-TOPDOWN_PARTS = ("retire", "divergence", "frontend", "memory_bound", "core_bound")  # level 1, backend split
+# TopDown's level 1 with the backend split into its level-2 parts (memory and core bound).
+TOPDOWN_PARTS = [p for p in topdown.LEVEL1 if p != "backend"] + [p for p in topdown.LEVEL2 if p.endswith("_bound")]
 FACTS = ("device", "device_type", "device_vendor", "platform", "platform_version", "driver_version",
          "runtime_version", "kernel_language", "arch", "compute_units", "max_clock_mhz", "global_mem_bytes",
          "local_mem_bytes", "cache_bytes", "fp64", "fp16", "bf16", "images", "host_unified_memory",
@@ -249,7 +250,8 @@ def sweep(x, metric=None, series=("op",), panel=None, xbytes=False, logx=True, l
             used.setdefault(key, []).append(m)
         out = []
         for key, lines in panels.items():
-            p = Panel(title=key, xlabel=xlabel or x, ylabel=value_label(used[key]), logx=logx, xbytes=xbytes, logy=logy, marks=marks(page) if marks else [])
+            p = Panel(title=key, xlabel=xlabel or x, ylabel=value_label(used[key]), logx=logx, xbytes=xbytes,
+                      logy=logy, marks=marks(page) if marks else [])
             for label, pts in lines.items():
                 pts.sort()
                 p.series.append((label, [a for a, _ in pts], [b for _, b in pts]))
@@ -283,7 +285,8 @@ def bars(category, metric=None, series=(), panel=None, scale=1.0, unit=None, sor
             cat = cat_of(row.axes) or row.name
             if cat not in p["cats"]:
                 p["cats"].append(cat)
-            p["vals"].setdefault(series_label(row, series, page) if series or len(page.runs) > 1 else "", {})[cat] = v * scale
+            label = series_label(row, series, page) if series or len(page.runs) > 1 else ""
+            p["vals"].setdefault(label, {})[cat] = v * scale
         out = []
         for key, p in panels.items():
             cats = p["cats"]
@@ -329,7 +332,8 @@ def energy_bars(rows, page):
     panels = [Panel(title="power", kind="bars", categories=names, xlabel="power (W)",
                     series=[("", [r.values["watt"] for r in cats])])]
     for m, vals in eff:
-        panels.append(Panel(title=METRIC_LABEL[m][1], kind="bars", categories=names, xlabel=f"energy efficiency ({METRIC_LABEL[m][1]})", series=[("", vals)]))
+        panels.append(Panel(title=METRIC_LABEL[m][1], kind="bars", categories=names,
+                            xlabel=f"energy efficiency ({METRIC_LABEL[m][1]})", series=[("", vals)]))
     plots = [Plot(panels=panels)] if cats else []
     for run in page.runs:  # the roofline tool's energy roofline, where FLOP/J and AI are known
         points = [p for p in roofline.points_of(run.benches) if p["flop_per_joule"]]
@@ -591,11 +595,15 @@ def draw_panels(axes, panels):
                 axis.legend(fontsize=7, loc="lower right", ncol=len(p.series))
             else:
                 values = [v for _, vals in p.series for v in vals if v]
-                if wide(values):
+                if min(values, default=0) < 0:  # changes: both signs, plain numbers
+                    axis.set_xlim(min(0, min(values) * 1.1), max(0, max(values) * 1.1))
+                    axis.axvline(0, color="#333", lw=0.8)
+                elif wide(values):
                     axis.set_xscale("log")
+                    axis.xaxis.set_major_formatter(EngFormatter())
                 elif values:
                     axis.set_xlim(0, max(values) * 1.1)
-                axis.xaxis.set_major_formatter(EngFormatter())
+                    axis.xaxis.set_major_formatter(EngFormatter())
                 if len(p.series) > 1:
                     axis.legend(fontsize=7)
         axis.set_title(p.title, fontsize=10)
@@ -779,10 +787,13 @@ def headline_html(page):
 def compare_html(page, fmt):
     """archbench_compare's verdicts of every later run against the first, with a chart of the changes."""
     base = page.runs[0]
-    out = []
+    noise_dir = compare.noise_record(base.files[0]) if len(base.files) == 1 else None
+    noise = ar.load_side(noise_dir)[1] if noise_dir else None
+    runs = f" and the runs in {escape(os.path.relpath(noise_dir))}" if noise_dir else ""
+    out = [f"<p class=note>Noise: the repetitions' spread{runs} (archbench_compare.py's model and defaults).</p>"]
     for run in page.runs[1:]:
         args = compare.parse_args([base.label, run.label])
-        report = compare.compare(base.benches, run.benches, args)
+        report = compare.compare(base.benches, run.benches, args, noise)
         out.append(f"<h3>{escape(run.label)} against {escape(base.label)}</h3>")
         out.append(f"<p>{escape(compare.title(report))}</p>")
         diff = compare.context_diff({k: [v] for k, v in base.context.items()}, {k: [v] for k, v in run.context.items()})
@@ -794,8 +805,8 @@ def compare_html(page, fmt):
         changes = sorted(((name, r["change"], key) for key in compare.VERDICTS for name, rs in report[key]
                           for r in rs if r["metric"] == "real_time"), key=lambda c: -abs(c[1]))[:40]
         if changes:
-            cats = [c[0] for c in changes][::-1]
-            series = [(v, [c[1] * 100 if c[2] == v else None for c in changes][::-1])
+            cats = [c[0] for c in changes]
+            series = [(v, [c[1] * 100 if c[2] == v else None for c in changes])
                       for v in compare.VERDICTS if any(c[2] == v for c in changes)]
             plot = Plot(panels=[Panel(kind="bars", categories=cats, series=series,
                                       xlabel="change of the median time (%)")])
@@ -809,20 +820,34 @@ def compare_html(page, fmt):
 def history_html(page, fmt):
     """archbench_history's headline figures, a row per run in date order, and its charts."""
     runs = sorted(page.runs, key=lambda r: history.run_time(r.context))
-    groups = [(r.label, str(r.context.get("runtime_version", "?")), str(r.context.get("archbench_version", "?")),
-               str(r.context.get("date", ""))[:10], len(r.files), history.headlines(r.benches)) for r in runs]
+    groups = [(f"run {page.runs.index(r) + 1}", str(r.context.get("runtime_version", "?")),
+               str(r.context.get("archbench_version", "?")), str(r.context.get("date", ""))[:10], len(r.files),
+               history.headlines(r.benches)) for r in runs]
     cols = history.chart_columns(groups)
     out = table(["run", "date"] + [lab for _, lab, _ in cols],
-                [[g[0], g[3]] + [history.fmt(g[-1].get(k)) for k, _, _ in cols] for g in groups],
+                [[f"{g[0]}: {r.label}", g[3]] + [history.fmt(g[-1].get(k)) for k, _, _ in cols]
+                 for g, r in zip(groups, runs)],
                 numeric=range(2, 2 + len(cols)))
     if cols:
         devices = ", ".join(dict.fromkeys(str(r.context.get("device", "")) for r in runs))
-        data, why = charts.render(lambda axis: history.draw_chart(axis, groups, devices), fmt,
+        data, why = charts.render(lambda axis: history_chart(axis, groups, devices), fmt,
                                   size=(12, 3.6 * math.ceil(len(cols) / 3) + 1))
         uri = f"data:{'image/png' if fmt == 'png' else 'image/svg+xml'};base64," + \
             base64.b64encode(data).decode() if data else None
         out.append(img(uri, why, "history"))
     return out
+
+
+def history_chart(axis, groups, device):
+    """archbench_history's panels, each from 0 (rates and latencies) with SI ticks."""
+    from matplotlib.ticker import EngFormatter
+    figure = axis.figure
+    history.draw_chart(axis, groups, device)
+    for panel in figure.axes:
+        if panel.get_visible() and panel.has_data():
+            panel.set_ylim(0, panel.get_ylim()[1] * 1.1)
+            panel.yaxis.set_major_formatter(EngFormatter())
+    figure.tight_layout()
 
 
 def img(uri, why, alt):
