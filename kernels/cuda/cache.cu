@@ -55,7 +55,8 @@ extern "C" __global__ void cache_trial(U4* __restrict__ data, const uint vecs, c
 // argument).
 extern "C" __global__ void cache_shared(U4* __restrict__ data, const uint slice, const uint tile, const uint reps,
                                         const uint a, const uint b) {
-  extern __shared__ U4 tile_mem[];
+  extern __shared__ uint4 shared_words[];  // a built-in 16-byte type: no constructor runs on shared memory
+  U4* tile_mem = reinterpret_cast<U4*>(shared_words);
   const uint l = local_id(), wg = local_size(), mask = tile - 1;
   U4* s = data + size_t(group_id()) * slice;
   for (uint base = 0; base < slice; base += tile) {
