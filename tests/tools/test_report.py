@@ -125,6 +125,9 @@ def synthetic(device="Synthetic GPU", backend="opencl", scale=1.0, families=None
         add("scalability", "{family}/{backend}/{op}/threads:{threads}", {"flop_per_s": items * 1e6},
             op="host_threads", threads=items // 1024)
     add("latency", "{family}/{backend}/{op}/bytes:{bytes}", {"byte_per_s": 1e11}, op="chase_load", bytes=1 << 20)
+    for chains in (1, 4):
+        add("parallelism", "{family}/{backend}/{op}/chains:{chains}/threads:{threads}", {"flop_per_s": 1e11 * chains},
+            op="fma", chains=chains, threads=64)
     add("warp_shuffle", "{family}/{backend}/{op}/lanes:{lanes}", {"op_per_s": 3e12}, op="xor", lanes=32)
     out.append(dict(entry("compute/%s/mad/double" % b, {}, "", {})[0], name="compute/%s/mad/double/manual_time" % b,
                     axes={"family": "compute", "backend": b, "op": "mad", "type": "double"},
@@ -181,7 +184,8 @@ class ReportTest(unittest.TestCase):
                      "divergence", "divergence-slowdown", "scalability", "speedup",
                      "host-transfers-by-size-and-memory-kind", "image-shapes", "builtins", "launch-latency",
                      "roofline-float", "topdown", "energy", "warp-shuffle", "work-item-and-work-group-search",
-                     "host-thread-baseline", "pointer-chase-load-bandwidth"):
+                     "host-thread-baseline", "pointer-chase-load-bandwidth",
+                     "instruction-against-thread-level-parallelism"):
             self.assertIn(want, anchors)
         self.assertTrue(all(uri for _, uri in sections(html)), "every chart drawn")
         self.assertIn("device has no fp64", html)  # a failed benchmark is said under its chart

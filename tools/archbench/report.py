@@ -449,6 +449,9 @@ CHARTS = [
                                               xlabel="FLOP per element loaded"),
           "The arithmetic-intensity sweep from device memory and from cache (seed 001 §5); the roofline below "
           "draws the same points against the ceilings."),
+    Chart("parallelism", "Instruction- against thread-level parallelism", sweep("threads", "flop_per_s",
+          series=("chains",), xlabel="work-items per compute unit"), "FMA throughput over work-items per compute "
+          "unit, a line per number of independent chains a work-item runs (seed 001 §5.2)."),
     Chart("local", "Bank conflicts (local memory)", sweep("stride", "byte_per_s", series=("op",), logx=False,
                                                          xlabel="stride across the work-group (words)"),
           "Local (shared) memory bandwidth with a stride across the work-group: bank conflicts (seed 002 §2.3.2)."),
