@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <sstream>
 
 #include "fixtures/core/measure.hpp"
@@ -255,6 +256,45 @@ TEST(Measure, OpenClFactsAreTheirOwnQueries) {
   EXPECT_EQ(info.runtime_version, query(CL_DEVICE_VERSION));
   EXPECT_EQ(info.c_version, query(CL_DEVICE_OPENCL_C_VERSION));
   std::cout << "driver_version " << info.driver_version << ", runtime_version " << info.runtime_version << "\n";
+}
+
+// Issue 21's experiments of seeds 001 and 002 are in the full sweep on this device, each under
+// its own name (the conformance cases above check every one at test size): kernels B and C of
+// seed 001 section 4 on the seed's grids and the best block, kernel A on the seed's grids,
+// section 5.2's chains x threads, section 6's reuse study, seed 002's divmod branch body and
+// the host-thread baseline of its scalability, with their relations.
+TEST(Seeds, FullSweepHasTheSeedExperiments) {
+  std::map<std::string, const ab::Workload*> by_name;
+  std::vector<ab::Workload> all;
+  for (const ab::Family& f : ab::families())
+    for (ab::Workload& w : f.build({g_device->info(), ab::Size::full})) all.push_back(std::move(w));
+  for (const ab::Workload& w : all) by_name[w.name] = &w;
+  auto count = [&](const std::string& prefix) {
+    std::size_t n = 0;
+    for (const auto& [name, w] : by_name) n += name.rfind(prefix, 0) == 0;
+    return n;
+  };
+  const std::string be = g_device->info().backend;
+  for (const char* op : {"trial", "shared"})
+    for (const char* blk : {"32x224", "64x224", "best"})
+      EXPECT_GE(count("cache/" + be + "/" + op + "/block:" + blk + "/bytes:"), 10u) << op << " " << blk;
+  for (const char* blk : {"32x224", "64x224"}) EXPECT_GE(count("cache/" + be + "/rmw/block:" + blk + "/bytes:"), 10u);
+  for (const char* chains : {"1", "2", "4", "8", "16"})
+    EXPECT_EQ(count("parallelism/" + be + "/fma/chains:" + std::string(chains) + "/threads:"), 7u) << chains;
+  EXPECT_GE(count("bus/" + be + "/reuse_"), 4u * 6);  // four kinds of memory, reuse 1 to 1024
+  EXPECT_TRUE(by_name.count("bus/" + be + "/reuse_managed/bytes:65536/reuse:1024"));
+  for (const char* op : {"divmod", "paths"}) {
+    const auto it = by_name.find("divergence/" + be + "/" + op + "/paths:32");
+    ASSERT_NE(it, by_name.end()) << op;
+    ASSERT_TRUE(it->second->relative);
+    EXPECT_EQ(it->second->relative->baseline, "divergence/" + be + "/" + op + "/paths:1");
+  }
+  const auto host = by_name.find("scalability/" + be + "/host_threads/threads:8");
+  ASSERT_NE(host, by_name.end());
+  ASSERT_TRUE(host->second->relative);
+  EXPECT_EQ(host->second->relative->baseline, "scalability/" + be + "/host_threads/threads:1");
+  EXPECT_EQ(host->second->relative->counter, "speedup");
+  EXPECT_EQ(count("scalability/" + be + "/host_threads/threads:"), 7u);
 }
 
 int main(int argc, char** argv) {
