@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "fixtures/launcher/guard.hpp"
+#include "fixtures/launcher/headline.hpp"
 #include "fixtures/launcher/results.hpp"
 #include "fixtures/meters/meters.hpp"
 #include "fixtures/core/measure.hpp"
@@ -47,8 +48,16 @@ archbench options:
                          rules below apply, with "-node" added to the file name), and
                          <file>-variability.json how they differ (min/median/max per
                          benchmark); exit 1 when any device failed.
-  --sweep=quick|full     quick (default; also ARCHBENCH_SWEEP) runs a few minutes on a CPU;
-                         full sweeps every size, work-group count and byte count.
+  --sweep=quick|full     quick (default; also ARCHBENCH_SWEEP) or full (every size, width,
+                         stride and count: hours on a CPU). With no --benchmark_filter and no
+                         --record, the quick sweep is the default run: the headline first
+                         (peak compute per precision, stream bandwidth, the latency
+                         staircase, host transfers, launch latency), then a point or two of
+                         every other family (fixtures/launcher/headline.cpp), at most 3
+                         minutes on a 2-core CPU (PoCL), then a summary. A filter picks from
+                         the whole quick sweep (--benchmark_filter=^builtins/ runs every
+                         builtin; --benchmark_filter=all all of it, about 20 minutes on that
+                         CPU), as --record does.
   --record[=SUITE]       write the JSON to results/<device>/<driver>/<SUITE>.json (SUITE
                          defaults to <backend>-<sweep>; the root is ARCHBENCH_RESULTS_ROOT
                          when set) with 5 repetitions unless given: a baseline that
@@ -98,12 +107,15 @@ Defaults archbench sets unless you pass them yourself:
   (the folder is ARCHBENCH_RESULTS_DIR when set)
 --benchmark_format=console|json|csv decides stdout (json and csv come at the end of the run,
 for a pipe); --benchmark_out_format=json|csv the file's; --benchmark_time_unit=ns|us|ms|s the
-times'. Progress ([i/N], the time left) goes to stderr. The JSON is Google Benchmark's with
-archbench's schema 2: the context's schema_version, and on every entry its axes (one key a
-name component, and what describes it: scalar, width, chains), name_format (the axes rebuild
-the name), cost (the work of one launch: flops, int_ops, bytes_read, bytes_written, accesses,
-calls) and, for divergence and scalability, the baseline the tools compare it with. The CSV
-has every column any row has, the context as '#' lines (pandas.read_csv(f, comment='#')).
+times'. Progress ([i/N], the time left) goes to stderr; at the end a summary of the headline
+figures beside the device's published limits (tools/archbench/textbook.json) and where the
+results went, on the console (stderr with --benchmark_format=json|csv). The JSON is Google
+Benchmark's with archbench's schema 2: the context's schema_version, and on every entry its
+axes (one key a name component, and what describes it: scalar, width, chains), name_format
+(the axes rebuild the name), cost (the work of one launch: flops, int_ops, bytes_read,
+bytes_written, accesses, calls) and, for divergence and scalability, the baseline the tools
+compare it with. The CSV has every column any row has, the context as '#' lines
+(pandas.read_csv(f, comment='#')).
 
 Outputs: written to a temporary file and renamed when complete (SIGINT/SIGTERM leave the
 previous file as it was and no temporary behind); nothing is written when nothing ran; a run
@@ -445,14 +457,19 @@ int main(int argc, char** argv) {
     }
     measure = std::make_unique<ab::Measure>(*device);
     const ab::Plan plan{info, sweep == "full" ? ab::Size::full : ab::Size::quick};
+    std::vector<ab::Workload> built;
     for (const ab::Family& f : ab::families())
-      for (ab::Workload& w : f.build(plan)) {
-        const ab::Workload& stored = workloads.emplace_back(std::move(w));
-        benchmark::RegisterBenchmark(stored.name.c_str(),
-                                     [m = measure.get(), &stored](benchmark::State& s) { m->run(s, stored); })
-            ->UseManualTime()
-            ->Unit(has_unit ? benchmark::GetDefaultTimeUnit() : benchmark::kMicrosecond);
-      }
+      for (ab::Workload& w : f.build(plan)) built.push_back(std::move(w));
+    // The headline first; with no filter and no --record, the quick sweep is the default run's
+    // selection only (see --sweep in the usage text).
+    ab::order_for_run(built, sweep == "quick" && !record && filter.empty() && env("BENCHMARK_FILTER").empty());
+    for (ab::Workload& w : built) {
+      const ab::Workload& stored = workloads.emplace_back(std::move(w));
+      benchmark::RegisterBenchmark(stored.name.c_str(),
+                                   [m = measure.get(), &stored](benchmark::State& s) { m->run(s, stored); })
+          ->UseManualTime()
+          ->Unit(has_unit ? benchmark::GetDefaultTimeUnit() : benchmark::kMicrosecond);
+    }
     add_context(info, sweep, filter, repetitions);
     if (!help && !listing_tests) {
       meters.push_back(ab::make_energy_pass(info, energy));

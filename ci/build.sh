@@ -8,4 +8,5 @@ gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
 [ -f "$build/CMakeCache.txt" ] && gen=()
 cmake -S . -B "$build" "${gen[@]}" "${@:--DCMAKE_BUILD_TYPE=Release}"
-cmake --build "$build" -j "$(nproc)"
+# ARCHBENCH_TARGETS: build only these (ci/bootstrap.sh: archbench first); default every target.
+cmake --build "$build" -j "$(nproc)" ${ARCHBENCH_TARGETS:+--target $ARCHBENCH_TARGETS}

@@ -42,6 +42,23 @@ print("backend under test: " + BE)
 rc, out, err = run(["--help"])
 expect(rc == 0 and "--list-devices" in out and "benchmark_filter" in out, "--help shows ours and Google Benchmark's flags")
 
+# The default run (no filter): the headline first, in order (peak compute, stream, latency,
+# host transfers, launch latency), then a point or two of the other families; a filter that
+# names a family runs all of its quick sweep.
+default = [n.split("/manual_time")[0] for n in listed.split()]
+families = [n.split("/")[0] for n in default]
+stream = [i for i, n in enumerate(default) if re.match(r"memory/[^/]+/(copy|mul|add|triad|dot)/", n)]
+first = {f: families.index(f) for f in ("compute", "latency", "bus", "launch") if f in families}
+expect(len(first) == 4 and stream and first["compute"] == 0 and first["compute"] < stream[0] < first["latency"]
+       < first["bus"] < first["launch"], "the default run starts with compute, stream, latency, bus, launch")
+head = set(families[:first.get("launch", 0) + 1])
+expect(head <= {"compute", "memory", "latency", "bus", "launch"} and len(default) < 150,
+       "the headline comes before every other family, %d benchmarks in all" % len(default))
+rc, builtins, err = run(["--benchmark_list_tests", "--benchmark_filter=^builtins/"])
+expect(rc == 0 and len(builtins.split()) > families.count("builtins") > 0,
+       "a family filter runs its whole quick sweep (%d builtins, %d in the default run)"
+       % (len(builtins.split()), families.count("builtins")))
+
 with tempfile.TemporaryDirectory() as tmp:
     flt = r"^(compute/BE/mad/float4|compute/BE/add/int|memory/BE/triad/(double|float)|latency/BE/chase/bytes:1024)$".replace("BE", BE)
     rc, out, err = run(["--benchmark_filter=" + flt, "--benchmark_min_time=0.01", "--benchmark_repetitions=2"],
@@ -52,6 +69,11 @@ with tempfile.TemporaryDirectory() as tmp:
     # The compact console: one line a benchmark (its median), names without /manual_time.
     expect("median of 2" in out and "manual_time" not in out and out.count("compute/%s/mad/float4 " % BE) == 1,
            "the console shows one median line a benchmark")
+    # The summary screen after the table: the headline figures and where the results went.
+    summary = out[out.find("\nSummary: "):]
+    expect(out.count("\nSummary: ") == 1 and "peak float (mad, float4)" in summary and "stream (triad/" in summary
+           and "latency 1 KiB" in summary and files and ("results: " + files[0]) in summary,
+           "the summary screen shows peak, stream, latency and the results file:\n" + summary)
     if files:
         doc = json.load(open(files[0]))
         ctx = doc["context"]
@@ -106,6 +128,7 @@ with tempfile.TemporaryDirectory() as tmp:
     except ValueError:
         piped = {}
     expect(rc == 0 and len(piped.get("benchmarks", [])) == 2, "--benchmark_format=json writes the JSON on stdout")
+    expect("Summary: " in err, "with --benchmark_format=json the summary goes to stderr")
     import csv
     lines = [l for l in open(os.path.join(tmp, "x.csv")) if not l.startswith("#")]
     rows = list(csv.DictReader(lines))

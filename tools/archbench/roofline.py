@@ -71,15 +71,10 @@ ACCEPT = 0.10  # the roof check's acceptance: within 10% of the roof
 # is about the two arms of the roof.
 KNEE = 4.0
 SI = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
-# Published peaks (FLOP/s, B/s) of known devices, keyed by a substring of the context's device name.
-TEXTBOOK = (
-    ("H100 80GB HBM3", "NVIDIA H100 SXM5 at 1980 MHz (published)",
-     {"fp32": 66.9e12, "fp64": 33.5e12, "fp16": 133.8e12, "dram": 3352e9, "shared": 33.5e12}),
-    ("H100 SXM", "NVIDIA H100 SXM5 at 1980 MHz (published)",
-     {"fp32": 66.9e12, "fp64": 33.5e12, "fp16": 133.8e12, "dram": 3352e9, "shared": 33.5e12}),
-    ("H200", "NVIDIA H200 SXM at 1980 MHz (published)",
-     {"fp32": 66.9e12, "fp64": 33.5e12, "fp16": 133.8e12, "dram": 4916e9, "shared": 33.5e12}),
-)
+# Published peaks (FLOP/s, B/s) of known devices, keyed by a substring of the context's device
+# name: textbook.json beside this file, which archbench's summary screen reads too.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "textbook.json"), encoding="utf-8") as _f:
+    TEXTBOOK = tuple((d["match"], d["source"], d["peaks"]) for d in json.load(_f)["devices"])
 PEAK_NAMES = ("fp32", "fp64", "fp16", "dram", "shared")
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 
