@@ -1,23 +1,57 @@
 #!/usr/bin/env bash
-# Builds a relocatable bundle for compute nodes that have a GPU driver but no build tools:
-#   bundle/bin/    archbench and the test binaries
-#   bundle/lib/    the shared libraries a bare node lacks (Google Benchmark, the OpenCL ICD loader,
-#                  PAPI; NVRTC and its builtins library for the CUDA backend)
+# Builds a relocatable bundle for compute nodes that have a GPU driver but no build tools. It loads
+# on x86-64 Linux with glibc 2.28 or newer (RHEL/Rocky 8 and 9, SLES 15, Ubuntu 20.04 and newer):
+#   bundle/bin/    archbench, archbench_mpi (where MPI was found here) and the test binaries, built
+#                  with ARCHBENCH_PORTABLE (cmake/portable.cmake): libstdc++ and Google Benchmark
+#                  linked statically, no glibc symbol newer than 2.28 (checked below: tests/needed.py)
+#   bundle/lib/    the tracers and TopDown's injection library; NVRTC and its builtins library for
+#                  the CUDA backend
+#   bundle/lib/opencl/ an OpenCL ICD loader (Debian's ocl-icd: it needs glibc 2.34), used only on a
+#                  node that has none of its own
 #   bundle/include/ the CUDA headers NVRTC needs at run time (cuda_fp16.h, cuda_bf16.h, ...)
 #   bundle/tests/  the smoke test and the results tools' tests
 #   bundle/run.sh  sets up the library path and an OpenCL vendor list that includes the
 #                  NVIDIA driver's libnvidia-opencl.so.1 when present, then runs archbench
+#                  (run.sh --mpi: archbench_mpi, under the node's mpirun)
+# The node's own: glibc and libgcc_s; the GPU driver (libcuda, libnvidia-ml, libnvidia-opencl);
+# CUPTI (libcupti, the CUDA major version NVRTC is); MPI: an MPI library must match the cluster's
+# launcher and network, so archbench_mpi uses the node's libmpi.so.40 (Open MPI 4 or 5); with
+# another MPI, build archbench_mpi on the cluster (README: MPI).
 # Usage: ci/bundle.sh [DEST]   (default: bundle/). Then copy DEST anywhere and run DEST/run.sh.
+# The build is build-portable/ (BUILD_DIR overrides). Google Benchmark's source is Debian's, of
+# the libbenchmark-dev installed here (apt-get source), unless ARCHBENCH_BENCHMARK_SOURCE names one.
 # ARCHBENCH_BUNDLE_CUDA=node leaves NVRTC (about 110 MB) and the CUDA headers to the node's
 # own CUDA toolkit of the same major version (found through CUDA_HOME or /usr/local/cuda).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest="${1:-bundle}"
-ci/build.sh >/dev/null
-build="${BUILD_DIR:-build}"
+build="${BUILD_DIR:-build-portable}"
+gbench="${ARCHBENCH_BENCHMARK_SOURCE:-$build/benchmark-src}"
+if [ ! -f "$gbench/CMakeLists.txt" ]; then
+  # Debian's source package, through a deb-src list of this machine's own mirrors kept in the build.
+  apt="$build/benchmark-apt"
+  rm -rf "$apt" && mkdir -p "$apt/lists/partial" "$apt/parts" "$apt/cache/archives/partial" "$apt/src"
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -e "$f" ] && sed 's/^Types: deb$/Types: deb-src/' "$f" > "$apt/parts/$(basename "$f")"
+  done
+  { cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true; } | sed -n 's/^deb /deb-src /p' > "$apt/parts/src.list"
+  o=(-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$(pwd)/$apt/parts"
+     -o Dir::State::Lists="$(pwd)/$apt/lists" -o Dir::Cache="$(pwd)/$apt/cache")
+  version="$(dpkg-query -W -f='${source:Version}' libbenchmark-dev 2>/dev/null || true)"
+  if ! command -v dpkg-source >/dev/null || ! apt-get "${o[@]}" -qq update ||
+     ! (cd "$apt/src" && apt-get "${o[@]}" -qq source "benchmark${version:+=$version}" >/dev/null 2>&1); then
+    echo "ci/bundle.sh: cannot get Google Benchmark's source (Debian's, apt-get source benchmark: needs dpkg-dev" \
+         "and the mirror); give ARCHBENCH_BENCHMARK_SOURCE=<its folder>" >&2
+    exit 1
+  fi
+  rm -rf "$gbench" && mv "$apt"/src/benchmark-*/ "$gbench"
+fi
+BUILD_DIR="$build" ci/build.sh -DCMAKE_BUILD_TYPE=Release -DARCHBENCH_PORTABLE=ON \
+  -DARCHBENCH_BENCHMARK_SOURCE="$(cd "$gbench" && pwd)" >/dev/null
 rm -rf "$dest"
 mkdir -p "$dest/bin" "$dest/lib" "$dest/tests"
 cp "$build/archbench" "$build/tests/archbench_unit" "$build/tests/archbench_conformance" "$dest/bin/"
+[ -x "$build/archbench_mpi" ] && cp "$build/archbench_mpi" "$dest/bin/"
 [ -x "$build/tests/archbench_cuda_compile" ] && cp "$build/tests/archbench_cuda_compile" "$dest/bin/"
 # The CUDA tracer (in lib/, outside the ldd scan: libcupti stays the node's own) and its planted
 # program, for ci/gpu-trace.sh.
@@ -35,12 +69,14 @@ cuda_from_node=0
 cp tests/smoke.py tests/topdown/topdown_gpu.py "$dest/tests/"
 cp ci/node-run.sh ci/gpu-multi.sh "$dest/"  # gpu-multi.sh: several GPUs (--device=all, the peer matrix)
 cp -r tools "$dest/tools"
-# Everything the binaries link that is not part of the C/C++ runtime every node has.
+# Everything the binaries link that is not part of the C runtime every node has (archbench_mpi:
+# what it needs beyond archbench's is MPI, the node's).
 for bin in "$dest"/bin/*; do
-  ldd "$bin" | awk '/=> \// {print $3}'
+  [ "$(basename "$bin")" = archbench_mpi ] || ldd "$bin" | awk '/=> \// {print $3}'
 done | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
-    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libgcc_s.so*|libstdc++.so*) ;;
+    libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libgcc_s.so*) ;;
+    libOpenCL.so*) mkdir -p "$dest/lib/opencl" && cp -L "$lib" "$dest/lib/opencl/" ;;
     libnvrtc.so*)
       if [ "$cuda_from_node" = 0 ]; then
         cp -L "$lib" "$dest/lib/"
@@ -67,7 +103,12 @@ cat > "$dest/run.sh" <<'RUN'
 # Runs the bundled archbench (or, with --test, its tests) on this node.
 set -euo pipefail
 here="$(cd "$(dirname "$(readlink -f "$0")")" && pwd)"
-export LD_LIBRARY_PATH="$here/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# The OpenCL ICD loader: the node's where it has one (it knows the node's vendors), else ours.
+opencl=":$here/lib/opencl"
+ld="${LD_LIBRARY_PATH:-}"
+for d in ${ld//:/ }; do if [ -e "$d/libOpenCL.so.1" ]; then opencl=""; fi; done
+case "$({ ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null || true)" in *"libOpenCL.so.1 "*) opencl="" ;; esac
+export LD_LIBRARY_PATH="$here/lib$opencl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # NVRTC's headers: the bundle's own copy, else the node's CUDA toolkit.
 if [ -z "${ARCHBENCH_CUDA_INCLUDE:-}" ]; then
   for d in "$here/include" "${CUDA_HOME:-/nonexistent}/include" /usr/local/cuda/include; do
@@ -92,6 +133,12 @@ if [ -z "${OCL_ICD_VENDORS:-}" ]; then
     done
   fi
   export OCL_ICD_VENDORS="$icd"
+fi
+if [ "${1:-}" = "--mpi" ]; then
+  # One rank of the MPI launcher: mpirun -n N DEST/run.sh --mpi --out=merged.json [flags]
+  # (libmpi.so.40 is the node's: load its Open MPI first, e.g. module load openmpi).
+  shift
+  exec "$here/bin/archbench_mpi" "$@"
 fi
 if [ "${1:-}" = "--memcheck" ]; then
   # compute-sanitizer's memcheck over the CUDA conformance test (every CUDA kernel at test size;
@@ -124,4 +171,8 @@ fi
 "$here/bin/archbench" "$@"
 RUN
 chmod +x "$dest/run.sh"
+# The promise of the bundle: nothing it carries needs more than glibc 2.28 or the node's libstdc++
+# (lib/opencl aside: the node's loader comes first).
+python3 tests/needed.py - --glibc 2.28 "$dest"/bin/* "$dest"/lib/*.so* >"$dest/glibc-check.txt" ||
+  { cat "$dest/glibc-check.txt" >&2; echo "ci/bundle.sh: the bundle needs more than glibc 2.28 (above)" >&2; exit 1; }
 echo "archbench: bundle in $dest ($(du -sh "$dest" | cut -f1)); run $dest/run.sh --list-devices"

@@ -107,8 +107,9 @@ typedef void (*init_fn)(int, char**, char**);
 int archbench_libc_start_main_2_2_5(main_fn, int, char**, init_fn, void (*)(void), void (*)(void), void*);
 __asm__(".symver archbench_libc_start_main_2_2_5,__libc_start_main@GLIBC_2.2.5");
 void _init(void);
-extern init_fn __init_array_start[] HIDDEN;
-extern init_fn __init_array_end[] HIDDEN;
+// Weak: a shared library's link defines neither (and never calls this).
+extern init_fn __init_array_start[] HIDDEN __attribute__((weak));
+extern init_fn __init_array_end[] HIDDEN __attribute__((weak));
 
 static void archbench_csu_init(int argc, char** argv, char** envp) {
   _init();
