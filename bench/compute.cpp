@@ -1,7 +1,10 @@
-// compute: add, mul and mad throughput per type and vector width, and mad against the
-// number of work-groups (seed 000 Table I and Figs. 7-8; seed 002 section 2.1). Types: int,
-// float, double, half, and bfloat where the device has bf16 arithmetic (CUDA; 16-bit floats of
-// even width run as packed pairs, HFMA2 and its bf16 twin).
+// compute: add, sub, mul, div and mad throughput per type and vector width (seed 000 Table I,
+// seed 002 section 2.1 and Table 1), add and mad against the number of work-groups (seed 000
+// Figs. 7-8), and mad over seed 002's geometry search (work-items x work-group size). Types:
+// int, float, double, half, and bfloat where the device has bf16 arithmetic (CUDA; 16-bit floats
+// of even width run as packed pairs, HFMA2 and its bf16 twin). Integers have no div (seed 002
+// measures FLOPS; integer division is a library routine on GPUs, not an instruction).
+#include <cctype>
 #include <cmath>
 #include <algorithm>
 #include <cstdint>
@@ -18,8 +21,21 @@
 namespace archbench {
 namespace {
 
-enum class Op { add, mul, mad };
-const char* op_name(Op op) { return op == Op::add ? "add" : op == Op::mul ? "mul" : "mad"; }
+enum class Op { add, sub, mul, div, mad };
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::add: return "add";
+    case Op::sub: return "sub";
+    case Op::mul: return "mul";
+    case Op::div: return "div";
+    default: return "mad";
+  }
+}
+
+std::string upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
 
 // Host arithmetic that matches the device bit for bit. H is the host storage type;
 // `half` is stored as IEEE binary16 bits and computed exactly in double, rounded once.
@@ -58,7 +74,9 @@ double bfloat_to_double(std::uint16_t b) {
 template <class H>
 struct Arith {
   static H add(H x, H p) { return x + p; }
+  static H sub(H x, H p) { return x - p; }
   static H mul(H x, H p) { return x * p; }
+  static H div(H x, H p) { return x / p; }
   static H mad(H x, H p, H q) {
     if constexpr (std::is_integral_v<H>) return x * p + q;
     else return std::fma(x, p, q);
@@ -74,7 +92,11 @@ struct Arith16 {
   static double f(H x) { return F(x.bits); }
   static H r(double d) { return {R(d)}; }
   static H add(H x, H p) { return r(f(x) + f(p)); }
+  static H sub(H x, H p) { return r(f(x) - f(p)); }
   static H mul(H x, H p) { return r(f(x) * f(p)); }
+  // A quotient of two 16-bit floats rounded to double and then to 16 bits is the correctly
+  // rounded one (53 >= 2 x 11 + 2 bits), as the device's is.
+  static H div(H x, H p) { return r(f(x) / f(p)); }
   static H mad(H x, H p, H q) { return r(f(x) * f(p) + f(q)); }
   static double value(H x) { return f(x); }
   static H from(double d) { return r(d); }
@@ -95,14 +117,20 @@ struct Type {
   const char* cl;     // OpenCL scalar type
 };
 
-// One step as the kernel does it, and the operations it did: an add or a multiply is one, a
-// mad (a multiply and an add, fused or not) two. The reference's tally comes from here, never
+// One step as the kernel does it, and the operations it did: an add, sub, multiply or divide is
+// one, a mad (a multiply and an add, fused or not) two. The reference's tally comes from here, never
 // from the cost model's constant.
 template <class H>
 H step(Op op, H x, H p, H q, double* ops = nullptr) {
   using A = Arith<H>;
   if (ops) *ops += op == Op::mad ? 2 : 1;
-  return op == Op::add ? A::add(x, p) : op == Op::mul ? A::mul(x, p) : A::mad(x, p, q);
+  switch (op) {
+    case Op::add: return A::add(x, p);
+    case Op::sub: return A::sub(x, p);
+    case Op::mul: return A::mul(x, p);
+    case Op::div: return A::div(x, p);
+    default: return A::mad(x, p, q);
+  }
 }
 
 // Runtime scalars a, b per op: they keep every floating chain bounded (no overflow, no
@@ -112,7 +140,9 @@ std::pair<double, double> scalars(Op op) {
   if constexpr (std::is_integral_v<H>) return {2654435761.0, 40503.0};
   switch (op) {
     case Op::add: return {0.375, -0.25};  // +0.125 per trip, exact in every precision
+    case Op::sub: return {0.25, -0.375};  // +0.125 per trip, as add
     case Op::mul: return {1.25, 0.7998046875};  // product just under 1: a slow, exact-ish decay
+    case Op::div: return {1.25, 0.7998046875};  // quotient just over 1: a slow growth
     default: return {0.999, 0.0078125};
   }
 }
@@ -143,7 +173,7 @@ Workload make(const Plan& plan, Op op, const Type& t, int width, const Shape& s,
   w.axes.push_back({"chains", std::to_string(chains)});  // describes it (ARCHBENCH_CHAINS changes it), not in its name
   w.kernel = {"compute", "compute",
               {{"T", t.cl}, {"VT", vt}, {"W", std::to_string(width)}, {"CHAINS", std::to_string(chains)},
-               {"ITERS", std::to_string(s.iters)}, {std::string("OP_") + (op == Op::add ? "ADD" : op == Op::mul ? "MUL" : "MAD"), "1"},
+               {"ITERS", std::to_string(s.iters)}, {"OP_" + upper(op_name(op)), "1"},
                {"IS_INT", is_int ? "1" : "0"}, {"IS_HALF", std::is_same_v<H, Half> ? "1" : "0"},
                {"IS_DOUBLE", std::is_same_v<H, double> ? "1" : "0"}}};
   w.range = Range::linear(s.items, s.local);
@@ -222,39 +252,79 @@ Shape filling(const Plan& plan, int width, int chains) {
   return {items, local, std::max(1, lane_steps / (chains * width))};
 }
 
+// One workload of a type given by name.
+Workload make_named(const Plan& plan, Op op, const Type& t, int width, const Shape& s, const Identity& label) {
+  const std::string tn = t.name;
+  if (tn == "int") return make<std::uint32_t>(plan, op, t, width, s, label);
+  if (tn == "float") return make<float>(plan, op, t, width, s, label);
+  if (tn == "double") return make<double>(plan, op, t, width, s, label);
+  if (tn == "half") return make<Half>(plan, op, t, width, s, label);
+  return make<BFloat>(plan, op, t, width, s, label);
+}
+
 std::vector<Workload> build(const Plan& plan) {
   std::vector<Workload> out;
   const std::string be = plan.device.backend;
+  const bool quick = plan.size == Size::quick, test = plan.size == Size::test;
   // bfloat (CUDA's __nv_bfloat16) only where the device has bf16 arithmetic: never OpenCL.
   const Type types[] = {{"int", "uint"}, {"float", "float"}, {"double", "double"}, {"half", "half"}, {"bfloat", "bfloat"}};
-  for (Op op : {Op::add, Op::mul, Op::mad})
+  // sub and div (seed 002 Table 1) in the full sweep only: the quick run keeps add, mul, mad.
+  for (Op op : {Op::add, Op::mul, Op::mad, Op::sub, Op::div}) {
+    if (quick && (op == Op::sub || op == Op::div)) continue;
     for (const Type& t : types)
       for (int width : {1, 2, 4, 8, 16}) {
         if (std::string(t.name) == "bfloat" && !plan.device.bf16) continue;
+        if (op == Op::div && std::string(t.name) == "int") continue;
         const Shape s = filling(plan, width, chains_for(plan.device, width));
         const Identity label = identity({{"family", "compute"}, {"backend", be}, {"op", op_name(op)}, {"type", vector_type(t.name, width)}},
                                         {}, vector_axes(t.name, width));
-        const std::string tn = t.name;
-        if (tn == "int") out.push_back(make<std::uint32_t>(plan, op, t, width, s, label));
-        else if (tn == "float") out.push_back(make<float>(plan, op, t, width, s, label));
-        else if (tn == "double") out.push_back(make<double>(plan, op, t, width, s, label));
-        else if (tn == "half") out.push_back(make<Half>(plan, op, t, width, s, label));
-        else out.push_back(make<BFloat>(plan, op, t, width, s, label));
+        out.push_back(make_named(plan, op, t, width, s, label));
       }
-  // Throughput against the number of work-groups (seed 000 Figs. 7 and 8): float mad.
+  }
+  // Throughput against the number of work-groups (seed 000 Figs. 7 and 8): add and mad of int,
+  // float and double at every width, over group_counts() (1 to 8x the compute units). Float mad
+  // also keeps its earlier points (x2 steps up to twice the groups that fill the device; x4 and
+  // scalar only in the quick run), so their names and the quick run stay as they were.
   const Shape full = filling(plan, 1, chains_for(plan.device, 1));
   const std::size_t filled_groups = full.items / full.local;
-  const std::size_t step = plan.size == Size::full ? 2 : 4;
-  const std::vector<int> widths = plan.size == Size::full ? std::vector<int>{1, 2, 4, 8, 16} : std::vector<int>{1};
-  for (int width : widths)
-    for (std::size_t g = 1; g <= 2 * filled_groups; g *= step) {
-      Shape s = filling(plan, width, chains_for(plan.device, width));
-      s.items = g * s.local;
-      const Identity label = identity({{"family", "compute"}, {"backend", be}, {"op", "mad"}, {"type", vector_type("float", width)}},
-                                      {{"groups", std::to_string(g)}}, vector_axes("float", width));
-      out.push_back(make<float>(plan, Op::mad, types[1], width, s, label));
-      if (plan.size == Size::test) break;
-    }
+  for (Op op : {Op::mad, Op::add})
+    for (const Type* t : {&types[1], &types[0], &types[2]})
+      for (int width : {1, 2, 4, 8, 16}) {
+        const bool float_mad = op == Op::mad && t == &types[1];
+        std::vector<std::size_t> counts;
+        if (float_mad && (!quick || width == 1))
+          for (std::size_t g = 1; g <= 2 * filled_groups; g *= quick ? 4 : 2) counts.push_back(g);
+        if (!quick)
+          for (std::size_t g : group_counts(plan.device))
+            if (std::find(counts.begin(), counts.end(), g) == counts.end()) counts.push_back(g);
+        std::sort(counts.begin(), counts.end());
+        if (test && counts.size() > 1) counts.erase(counts.begin() + 1, counts.end());
+        for (std::size_t g : counts) {
+          Shape s = filling(plan, width, chains_for(plan.device, width));
+          s.items = g * s.local;
+          const Identity label = identity({{"family", "compute"}, {"backend", be}, {"op", op_name(op)}, {"type", vector_type(t->name, width)}},
+                                          {{"groups", std::to_string(g)}}, vector_axes(t->name, width));
+          out.push_back(make_named(plan, op, *t, width, s, label));
+        }
+      }
+  // Seed 002 section 2.1's search: mad over work-items 1024 to 524288 x work-group size 32 to
+  // 256 (x2 steps), each geometry its own benchmark; the best of them is the seed's figure
+  // (tools/archbench_search.py picks it, with its geometry). The work per item is the filling
+  // shape's, so a launch's time grows with the work-items. Full sweep only.
+  if (!quick)
+    for (const Type* t : {&types[1], &types[2]})
+      for (int width : {1, 2, 4, 8, 16})
+        for (std::size_t items = 1024; items <= (test ? 1024 : 524288); items *= 2)
+          for (std::size_t group = 32; group <= 256; group *= 2) {
+            if (group > plan.device.max_work_group) continue;
+            Shape s = filling(plan, width, chains_for(plan.device, width));
+            s.items = test ? 2 * group : items;
+            s.local = group;
+            const Identity label = identity({{"family", "compute"}, {"backend", be}, {"op", "mad"}, {"type", vector_type(t->name, width)}, {"study", "search"}},
+                                            {{"items", std::to_string(items)}, {"group", std::to_string(group)}}, vector_axes(t->name, width));
+            out.push_back(make_named(plan, Op::mad, *t, width, s, label));
+            if (test) break;
+          }
   return out;
 }
 

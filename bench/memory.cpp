@@ -1,6 +1,8 @@
 // memory: stream kernels (BabelStream's byte counts), load/store per vector width (seed 000
-// Table I), the global-memory stride sweep (seed 002 formula 1), and row- against
-// column-major access over bytes per work-item (seed 002 section 2.3.1).
+// Table I) streaming and with reuse inside the kernel over work-group counts (seed 000 Fig. 9),
+// the global-memory stride sweep (seed 002 formula 1), and row- against column-major access
+// over bytes per work-item (seed 002 section 2.3.1) at our size and at the seed's.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -153,6 +155,47 @@ Workload load_store(const Plan& plan, int width) {
   return w;
 }
 
+// --- load/store with reuse inside the kernel (seed 000 Fig. 9) ------------------------------
+
+// The seed's kernel repeats a[i] = b[i] ITERATIONS times over a buffer that stays in cache; as
+// written, a compiler keeps one copy (the seed notes the same of its load-only attempt). Here
+// trip j of work-item g copies element (g + j*items) mod n of a cache-resident pair of buffers,
+// so every trip is a load and a store of its own, neighbouring work-items touch neighbouring
+// elements, and the buffers (in + out: half the cache the device reports, at most 4 MiB) are
+// reused from cache trip after trip. Work-items: `groups` work-groups of 256.
+Workload load_store_reuse(const Plan& plan, int width, std::size_t groups) {
+  const DeviceInfo& d = plan.device;
+  const bool test = plan.size == Size::test;
+  const double per = 4.0 * width;
+  // Elements (vectors) per buffer: a power of two, so that the wrap is a mask.
+  std::size_t cache = test ? (64u << 10) : std::clamp<std::size_t>(d.cache_size, 64u << 10, 8u << 20);
+  std::size_t n = 1;
+  while (2 * (2 * n * per) <= double(cache)) n *= 2;  // in + out within half the cache
+  const std::size_t local = std::min<std::size_t>(256, d.max_work_group), items = groups * local;
+  const int trips = test ? 5 : d.is_gpu ? 256 : 64;
+  const std::string vt = vector_type("float", width);
+  Workload w;
+  w.identify(identity({{"family", "memory"}, {"backend", d.backend}, {"op", "load_store_reuse"}, {"type", vt}},
+                      {{"groups", std::to_string(groups)}}, vector_axes("float", width)));
+  w.axes.push_back({"buffer_bytes", std::to_string(std::size_t(n * per))});
+  w.kernel = {"memory", "load_store_reuse", {{"VT", vt}, {"W", std::to_string(width)}, {"TRIPS", std::to_string(trips)}}};
+  w.range = Range::linear(items, local);
+  w.buffers = {{std::size_t(n * per), [](Bytes& b) { fill_uniform<float>(b, 13, -1.0, 1.0); }}, {std::size_t(n * per), nullptr}};
+  w.args = {Arg::buf(0), Arg::buf(1), Arg::scalar<std::uint32_t>(std::uint32_t(n - 1))};
+  w.cost = {0, 0, items * trips * per, items * trips * per, 0};
+  w.check = [=](const auto& in, const auto& o, std::size_t every, Cost& t) {
+    for (std::size_t g = 0; g < items; g += every)
+      for (int j = 0; j < trips; ++j) {
+        const std::size_t k = (g + std::size_t(j) * items) & (n - 1);
+        for (int l = 0; l < width; ++l)
+          if (auto e = exact<float>(o, 1, k * width + l, get<float>(in[0], k * width + l)); !e.empty()) return e;
+        t += Cost{0, 0, per, per, 0};
+      }
+    return std::string();
+  };
+  return w;
+}
+
 // --- stride (formula 1) -------------------------------------------------------------------
 
 Workload stride(const Plan& plan, bool write, unsigned stride_words) {
@@ -225,13 +268,20 @@ Workload stride(const Plan& plan, bool write, unsigned stride_words) {
 
 // --- row- and column-major access (seed 002 section 2.3.1) --------------------------------
 
-Workload major(const Plan& plan, bool column, bool write, int bpw) {
+// `seed_size`: the seed's array of 1024 x 1024 bytes (it fits the caches: the seed's CPU
+// figures are cache effects), named with its array size; else ours, beyond the last-level
+// cache (main memory's access pattern), named as before with the array size as an axis.
+Workload major(const Plan& plan, bool column, bool write, int bpw, bool seed_size = false) {
   const DeviceInfo& d = plan.device;
-  const std::size_t bytes = plan.size == Size::test ? (64 << 10) : (d.is_gpu ? (256u << 20) : (64u << 20));
+  const std::size_t bytes = seed_size ? (1u << 20) : plan.size == Size::test ? (64 << 10) : (d.is_gpu ? (256u << 20) : (64u << 20));
   const std::size_t items = bytes / bpw;
   const std::string variant = std::string(column ? "col" : "row") + (write ? "_write" : "_read");
   Workload w;
-  w.identify(identity({{"family", "memory"}, {"backend", d.backend}, {"op", variant}}, {{"bytes", std::to_string(bpw)}}));
+  const Axis array{"array", std::to_string(bytes)};
+  if (seed_size)
+    w.identify(identity({{"family", "memory"}, {"backend", d.backend}, {"op", variant}}, {{"bytes", std::to_string(bpw)}, array}));
+  else
+    w.identify(identity({{"family", "memory"}, {"backend", d.backend}, {"op", variant}}, {{"bytes", std::to_string(bpw)}}, {array}));
   w.kernel = {"memory", variant, {{"BPW", std::to_string(bpw)}}};
   w.range = Range::linear(items, seed_local_size(d, items));
   auto at = [=](std::size_t g, int k) { return column ? k * items + g : g * bpw + k; };
@@ -275,13 +325,23 @@ std::vector<Workload> build(const Plan& plan) {
     if (full || !fp64 || plan.size == Size::test) out.push_back(stream<float>(plan, k, "float"));
   }
   for (int width : {1, 2, 4, 8, 16}) out.push_back(load_store(plan, width));
+  // Fig. 9: full sweep only (one work-group count per width at the test size).
+  if (plan.size != Size::quick)
+    for (int width : {1, 2, 4, 8, 16})
+      for (std::size_t g : group_counts(plan.device)) {
+        out.push_back(load_store_reuse(plan, width, g));
+        if (plan.size == Size::test) break;
+      }
   for (bool write : {false, true})
     for (unsigned s = 0; s <= 16; ++s) out.push_back(stride(plan, write, s));
   const std::vector<int> bpws = full || plan.size == Size::test ? std::vector<int>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512}
                                                                  : std::vector<int>{1, 4, 16, 64, 512};
   for (bool column : {false, true})
     for (bool write : {false, true})
-      for (int bpw : bpws) out.push_back(major(plan, column, write, bpw));
+      for (int bpw : bpws) {
+        out.push_back(major(plan, column, write, bpw));
+        if (plan.size != Size::quick) out.push_back(major(plan, column, write, bpw, true));  // full sweep only
+      }
   return out;
 }
 

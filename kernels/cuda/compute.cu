@@ -2,7 +2,7 @@
 // kernels/opencl/compute.cl: the same chains, steps and stored sum, written once over the
 // element type T and the width W (vec<T, W>; 16-bit floats of even width use the packed
 // HFMA2/HADD2/HMUL2 instructions). Specialised by the host with T, W, CHAINS, ITERS,
-// OP_ADD | OP_MUL | OP_MAD and IS_INT (see compute.cl for why integer chains go in pairs).
+// OP_ADD | OP_SUB | OP_MUL | OP_DIV | OP_MAD and IS_INT (see compute.cl for why integer chains go in pairs).
 // NVRTC runs with --fmad=false: x*p+q stays two roundings unless fma is asked for, as the host
 // reference assumes.
 #include "archbench.cuh"
@@ -32,6 +32,8 @@ typedef typename scalar_arg<T>::type S;
 __device__ __forceinline__ V step(const V& x, const V& p, const T q) {
 #if OP_ADD
   return x + p;
+#elif OP_SUB
+  return x - p;
 #elif OP_MUL
   return x * p;
 #else
@@ -39,8 +41,33 @@ __device__ __forceinline__ V step(const V& x, const V& p, const T q) {
 #endif
 }
 #else
+// 16-bit floats through float, both ways (round to nearest even); a template, so that only a
+// 16-bit T instantiates it.
+template <class X> struct via_float;
+template <> struct via_float<half> {
+  static __device__ __forceinline__ float to(half h) { return __half2float(h); }
+  static __device__ __forceinline__ half from(float f) { return __float2half_rn(f); }
+};
+template <> struct via_float<bfloat> {
+  static __device__ __forceinline__ float to(bfloat h) { return __bfloat162float(h); }
+  static __device__ __forceinline__ bfloat from(float f) { return __float2bfloat16_rn(f); }
+};
+
 template <class E = T>  // a template, so that the branch not taken is not compiled
 __device__ __forceinline__ V step(const V& x, const S p, const S q) {
+#if OP_DIV
+  // 16-bit division: CUDA's __hdiv/__h2div multiply by an approximate reciprocal and do not
+  // always give the correctly rounded quotient; the float quotient (IEEE under -prec-div)
+  // rounded once to 16 bits does (24 >= 2 x 11 + 2 bits), as the host reference and OpenCL.
+  if constexpr (is_16bit<E>::value) {
+    typedef via_float<E> F;
+    const float ps = F::to(scalar_arg<E>::one(p));
+    V r;
+#pragma unroll
+    for (int i = 0; i < W; ++i) r.v[i] = F::from(F::to(x.v[i]) / ps);
+    return r;
+  } else
+#endif
   if constexpr (is_16bit<E>::value && W % 2 == 0) {  // packed pairs, scalars as pairs
     typedef typename pair_of<E>::type P;
     V r;
@@ -49,6 +76,8 @@ __device__ __forceinline__ V step(const V& x, const S p, const S q) {
       const P xi = *reinterpret_cast<const P*>(&x.v[i]);
 #if OP_ADD
       *reinterpret_cast<P*>(&r.v[i]) = __hadd2(xi, p);
+#elif OP_SUB
+      *reinterpret_cast<P*>(&r.v[i]) = __hsub2(xi, p);
 #elif OP_MUL
       *reinterpret_cast<P*>(&r.v[i]) = __hmul2(xi, p);
 #else
@@ -60,8 +89,12 @@ __device__ __forceinline__ V step(const V& x, const S p, const S q) {
     const T ps = scalar_arg<T>::one(p), qs = scalar_arg<T>::one(q);
 #if OP_ADD
     return x + ps;
+#elif OP_SUB
+    return x - ps;
 #elif OP_MUL
     return x * ps;
+#elif OP_DIV
+    return x / ps;  // IEEE division (NVRTC's default -prec-div=true), as the host reference
 #else
     return fma_(x, V(ps), V(qs));
 #endif

@@ -10,3 +10,13 @@ extern "C" __global__ void chase(const uint* __restrict__ chain, uint* __restric
   for (uint i = 0; i < hops; ++i) p = chain[p];
   out[0] = p;
 }
+
+// Many threads chase the same chain at once (seed 000 Fig. 6's load bandwidth): thread g starts
+// at line g mod lines and stores where it ends.
+extern "C" __global__ void chase_many(const uint* __restrict__ chain, uint* __restrict__ out, const uint stride,
+                                      const uint lines, const uint hops) {
+  const uint g = (uint)global_id();
+  uint p = (g % lines) * stride;
+  for (uint i = 0; i < hops; ++i) p = chain[p];
+  out[g] = p;
+}

@@ -1,5 +1,6 @@
 // memory: device-memory bandwidth, the CUDA twin of kernels/opencl/memory.cl: the same stream
-// kernels (BabelStream's copy, mul, add, triad, dot), load_store per vector width, the
+// kernels (BabelStream's copy, mul, add, triad, dot), load_store per vector width (streaming,
+// and with reuse: load_store_reuse, TRIPS copies over a cache-resident pair of buffers), the
 // formula-1 stride sweep and row- against column-major bytes, with the same addresses, the
 // same arithmetic order and the same stores, so both backends move the same bytes and the
 // host references check both. A kernel is compiled only when its parameters are defined:
@@ -65,6 +66,17 @@ extern "C" __global__ void load_store(const vec<float, W>* __restrict__ in, vec<
   const size_t i = global_id();
   out[i] = in[i];
 }
+#ifdef TRIPS
+// Trip j of thread g copies element (g + j*items) & mask (memory.cl says why).
+extern "C" __global__ void load_store_reuse(const vec<float, W>* __restrict__ in, vec<float, W>* __restrict__ out,
+                                            const uint mask) {
+  const uint g = (uint)global_id(), items = (uint)global_size();
+  for (int j = 0; j < TRIPS; ++j) {
+    const uint k = (g + (uint)j * items) & mask;
+    out[k] = in[k];
+  }
+}
+#endif  // TRIPS
 #endif  // W
 
 #ifdef LOOPS

@@ -1,12 +1,15 @@
 // compute: arithmetic throughput (seed 000 Table I, seed 002 section 2.1).
 // Specialised by the host with:
 //   T (scalar type), VT (vector type, T when W is 1), W (width), CHAINS (independent
-//   accumulators per work-item, even, 2..16), ITERS (loop trips), OP_ADD | OP_MUL | OP_MAD,
+//   accumulators per work-item, even, 2..16), ITERS (loop trips), OP_ADD | OP_SUB | OP_MUL |
+//   OP_DIV | OP_MAD (no OP_DIV for integers),
 //   IS_HALF / IS_DOUBLE (extension pragmas).
 // Each trip applies two dependent steps to every chain; every chain starts from its own
 // input and the sum of the chains is stored, so nothing is dead.
-// Floating point: the steps use the runtime scalars a then b (add: x+a, x+b; mul: x*a, x*b;
-// mad: fma(x,a,b), fma(x,b,a)); without fast-math a compiler may not reassociate them.
+// Floating point: the steps use the runtime scalars a then b (add: x+a, x+b; sub: x-a, x-b;
+// mul: x*a, x*b; div: x/a, x/b; mad: fma(x,a,b), fma(x,b,a)); without fast-math a compiler may
+// not reassociate them, nor turn x/a into x*(1/a). Division is IEEE on the devices checked
+// (PoCL, CUDA without -prec-div=false): the reference's exact quotient is what they store.
 // Floating mad uses fma(): one rounding, so the host reference is bit-exact.
 // Integers (unsigned, so wrap-around is defined) may be reassociated, and a chain of
 // x+a+b+... has a closed form a compiler finds; so chains go in pairs that feed each
@@ -23,8 +26,12 @@
 
 #if OP_ADD
 #define STEP(x, p, q) x = x + p
+#elif OP_SUB
+#define STEP(x, p, q) x = x - p
 #elif OP_MUL
 #define STEP(x, p, q) x = x * p
+#elif OP_DIV
+#define STEP(x, p, q) x = x / p
 #elif OP_MAD && IS_INT
 #define STEP(x, p, q) x = x * p + q
 #else

@@ -7,3 +7,13 @@ __kernel void chase(__global const uint* restrict chain, __global uint* restrict
   for (uint i = 0; i < hops; ++i) p = chain[p];
   out[0] = p;
 }
+
+// Many work-items chase the same chain at once (seed 000 Fig. 6's load bandwidth): work-item g
+// starts at line g mod lines and stores where it ends.
+__kernel void chase_many(__global const uint* restrict chain, __global uint* restrict out, const uint stride,
+                         const uint lines, const uint hops) {
+  const uint g = (uint)get_global_id(0);
+  uint p = (g % lines) * stride;
+  for (uint i = 0; i < hops; ++i) p = chain[p];
+  out[g] = p;
+}

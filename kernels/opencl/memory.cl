@@ -1,11 +1,13 @@
 // memory: device-memory bandwidth.
 //  - stream kernels copy, mul (BabelStream's "scale"), add, triad, dot over T (double by default);
 //  - load_store: out = in with vector type VT, one vector per work-item (seed 000 Fig. 5);
+//  - load_store_reuse: TRIPS copies per work-item over a cache-resident pair of buffers
+//    (seed 000 Fig. 9: its ITERATIONS loop, each trip on its own element);
 //  - stride_read / stride_write: seed 002 formula 1, address = (gid*stride + n) & (size-1),
 //    n stepping by 32768 words, 16 accesses per loop trip, LOOPS trips;
 //  - row_read / col_read / row_write / col_write: seed 002 section 2.3.1, each work-item
 //    owns BPW bytes of a byte array, laid out per work-item (row) or interleaved (column).
-// Specialised with T (stream element), DOT_WG, VT, LOOPS, BPW: a kernel is compiled only
+// Specialised with T (stream element), DOT_WG, VT, TRIPS, LOOPS, BPW: a kernel is compiled only
 // when its parameters are defined, so each program holds the kernels of one workload.
 #if IS_DOUBLE
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
@@ -68,6 +70,18 @@ __kernel void load_store(__global const VT* restrict in, __global VT* restrict o
   const size_t i = get_global_id(0);
   out[i] = in[i];
 }
+#ifdef TRIPS
+// Trip j of work-item g copies element (g + j*items) & mask: a load and a store every trip
+// (the seed's a[i] = b[i] repeated would be one copy after compilation), neighbouring
+// work-items on neighbouring elements, the buffers reused from cache.
+__kernel void load_store_reuse(__global const VT* restrict in, __global VT* restrict out, const uint mask) {
+  const uint g = (uint)get_global_id(0), items = (uint)get_global_size(0);
+  for (int j = 0; j < TRIPS; ++j) {
+    const uint k = (g + (uint)j * items) & mask;
+    out[k] = in[k];
+  }
+}
+#endif  // TRIPS
 #endif  // VT
 
 #ifdef LOOPS
