@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "fixtures/meters/energy.hpp"
+#include "fixtures/meters/energy_papi.hpp"
 #include "fixtures/meters/nvml.hpp"
 #include "tests/counters.hpp"
 
@@ -207,7 +208,9 @@ TEST(NvmlMeter, UnavailableWithAReasonWithoutTheDevice) {
 // PAPI: this VM has no energy event, and the meter must say so naming what it looked for;
 // a machine with RAPL must read a positive energy over a busy second. Both are checked.
 TEST(PapiMeter, UnavailableWithWhatItLookedForOrReadsEnergy) {
-  auto m = make_papi_meter();
+  DeviceInfo cpu;
+  cpu.is_cpu = true;
+  auto m = make_papi_meter(cpu);
   if (!m->available()) {
     ASSERT_FALSE(m->why().empty());
     std::cout << "PAPI meter unavailable: " << m->why() << "\n";
@@ -326,4 +329,99 @@ TEST(PapiMeter, JoulesPerCountFollowTheEventsUnits) {
   // A reading of 2.5e6 counts of powercap is 2.5 J, of a nJ event 2.5 mJ.
   EXPECT_DOUBLE_EQ(2.5e6 * papi_joules_per_count("powercap:::ENERGY_UJ:ZONE0", ""), 2.5);
   EXPECT_DOUBLE_EQ(2.5e6 * papi_joules_per_count("rapl::RAPL_ENERGY_PKG", "nJ"), 2.5e-3);
+}
+
+// PAPI through a scripted table (no RAPL needed): which event is read for which device, and
+// its counts in joules as PAPI states the units.
+namespace {
+struct FakePapi {
+  explicit FakePapi(std::vector<std::pair<std::string, std::string>> e) : events(std::move(e)) {}
+  std::vector<std::pair<std::string, std::string>> events;  // name, units, in PAPI's order
+  long long count = 0;
+  std::string started;  // the event counted
+  bool stopped = false;
+  std::unique_ptr<Papi> table() {
+    auto p = std::make_unique<Papi>();
+    p->version = "7.0";
+    p->find = [this](const std::string& n, int* code) {
+      for (std::size_t i = 0; i < events.size(); ++i)
+        if (events[i].first == n) return *code = int(i), true;
+      return false;
+    };
+    p->units = [this](int code) { return events.at(code).second; };
+    p->native_events = [this](std::string* components) {
+      *components = "perf_event, rapl";
+      std::vector<std::pair<std::string, int>> out;
+      for (std::size_t i = 0; i < events.size(); ++i) out.push_back({events[i].first, int(i)});
+      return out;
+    };
+    p->start = [this](int code) { return started = events.at(code).first, std::string(); };
+    p->read = [this] { return count; };
+    p->stop = [this] { stopped = true; };
+    return p;
+  }
+};
+DeviceInfo device(bool gpu) {
+  DeviceInfo d;
+  d.is_gpu = gpu, d.is_cpu = !gpu;
+  d.name = gpu ? "Intel(R) UHD Graphics 630" : "cpu";
+  d.vendor = "Intel(R) Corporation";
+  return d;
+}
+}  // namespace
+
+TEST(PapiMeter, AGpuReadsTheGpuDomainInNanojoules) {
+  // PAPI's rapl component: PACKAGE_ENERGY and PP1_ENERGY per package, in nJ.
+  FakePapi f{{{"rapl:::PACKAGE_ENERGY:PACKAGE0", "nJ"}, {"rapl:::PP1_ENERGY:PACKAGE0", "nJ"}}};
+  {
+    auto m = make_papi_meter(f.table(), device(true));
+    ASSERT_TRUE(m->available()) << m->why();
+    EXPECT_EQ(m->method(), "papi:rapl:::PP1_ENERGY:PACKAGE0");
+    EXPECT_EQ(f.started, "rapl:::PP1_ENERGY:PACKAGE0");
+    EXPECT_NE(m->detail().find("domain gpu"), std::string::npos) << m->detail();
+    f.count = 2500000000LL;  // 2.5e9 nJ
+    EXPECT_DOUBLE_EQ(m->joules(), 2.5);
+    EXPECT_DOUBLE_EQ(m->quantum(), 1e-9);
+  }
+  EXPECT_TRUE(f.stopped);
+}
+
+TEST(PapiMeter, ACpuReadsThePackageNeverTheGpuDomain) {
+  FakePapi f{{{"rapl::RAPL_ENERGY_GPU", ""}, {"rapl::RAPL_ENERGY_PKG", ""}}};
+  auto m = make_papi_meter(f.table(), device(false));
+  ASSERT_TRUE(m->available()) << m->why();
+  EXPECT_EQ(m->method(), "papi:rapl::RAPL_ENERGY_PKG");
+  EXPECT_NE(m->detail().find("domain package"), std::string::npos) << m->detail();
+  f.count = 3LL << 32;  // perf_event's RAPL counts 2^-32 J
+  EXPECT_DOUBLE_EQ(m->joules(), 3.0);
+  // Only the GPU domain: a CPU device does not read it.
+  FakePapi g{{{"rapl::RAPL_ENERGY_GPU", ""}}};
+  auto n = make_papi_meter(g.table(), device(false));
+  EXPECT_FALSE(n->available());
+  EXPECT_NE(n->why().find("RAPL_ENERGY_PKG"), std::string::npos) << n->why();
+}
+
+TEST(PapiMeter, AGpuWithoutItsDomainReadsThePackageAndSaysSo) {
+  FakePapi f{{{"powercap:::ENERGY_UJ:ZONE0", ""}}};
+  auto m = make_papi_meter(f.table(), device(true));
+  ASSERT_TRUE(m->available()) << m->why();
+  EXPECT_EQ(m->method(), "papi:powercap:::ENERGY_UJ:ZONE0");
+  EXPECT_NE(m->detail().find("domain package"), std::string::npos) << m->detail();
+  EXPECT_NE(m->detail().find("no GPU energy event"), std::string::npos) << m->detail();
+  f.count = 1500000;  // powercap counts microjoules
+  EXPECT_DOUBLE_EQ(m->joules(), 1.5);
+}
+
+TEST(PapiMeter, AnyNativeEnergyEventElseAReason) {
+  FakePapi f{{{"perf::CYCLES", ""}, {"acme:::BOARD_ENERGY", "mJ"}}};
+  auto m = make_papi_meter(f.table(), device(false));
+  ASSERT_TRUE(m->available()) << m->why();
+  EXPECT_EQ(m->method(), "papi:acme:::BOARD_ENERGY");
+  f.count = 42;
+  EXPECT_DOUBLE_EQ(m->joules(), 0.042);
+  FakePapi none{{{"perf::CYCLES", ""}}};
+  auto n = make_papi_meter(none.table(), device(true));
+  EXPECT_FALSE(n->available());
+  EXPECT_NE(n->why().find("RAPL_ENERGY_GPU"), std::string::npos) << n->why();
+  EXPECT_NE(n->why().find("perf_event, rapl"), std::string::npos) << n->why();
 }
