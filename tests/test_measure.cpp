@@ -14,6 +14,7 @@
 #include "fixtures/core/json.hpp"
 #include "fixtures/core/measure.hpp"
 #include "fixtures/launcher/results.hpp"
+#include "fixtures/launcher/summary.hpp"
 #include "fixtures/meters/meters.hpp"
 
 namespace ab = archbench;
@@ -235,6 +236,54 @@ TEST(Results, CsvHasEveryColumnOfEveryRow) {
             "name,op_per_s,axes.op,byte_per_s\n"
             "a,1,add,\n"
             "\"b,c\",,\"x\"\"y\",2.5\n");
+}
+
+// The summary screen: each headline figure from the medians, beside the published limit of a
+// device tools/archbench/textbook.json knows, and where the results went.
+TEST(Results, SummaryShowsHeadlineFiguresBesideTheLimits) {
+  const std::string rows = R"("benchmarks": [
+    {"run_name": "compute/cuda/mad/float", "run_type": "aggregate", "aggregate_name": "mean", "flop_per_s": 1,
+     "axes": {"family": "compute", "op": "mad", "type": "float", "scalar": "float"}},
+    {"run_name": "compute/cuda/mad/float", "run_type": "aggregate", "aggregate_name": "median", "flop_per_s": 60.2e12,
+     "axes": {"family": "compute", "op": "mad", "type": "float", "scalar": "float"}},
+    {"run_name": "memory/cuda/triad/double", "run_type": "iteration", "byte_per_s": 3.0e12,
+     "axes": {"family": "memory", "op": "triad", "type": "double"}},
+    {"run_name": "latency/cuda/chase/bytes:1024", "run_type": "iteration", "ns_per_access": 30,
+     "axes": {"family": "latency", "op": "chase", "bytes": 1024}},
+    {"run_name": "latency/cuda/chase/bytes:2048", "run_type": "iteration", "ns_per_access": 31,
+     "axes": {"family": "latency", "op": "chase", "bytes": 2048}},
+    {"run_name": "latency/cuda/chase/bytes:268435456", "run_type": "iteration", "ns_per_access": 600,
+     "axes": {"family": "latency", "op": "chase", "bytes": 268435456}},
+    {"run_name": "bus/cuda/to_host_pinned/bytes:4096", "run_type": "iteration", "byte_per_s": 9e9,
+     "axes": {"family": "bus", "op": "to_host_pinned", "bytes": 4096}},
+    {"run_name": "bus/cuda/to_host_pinned/bytes:67108864", "run_type": "iteration", "byte_per_s": 5.5e10,
+     "axes": {"family": "bus", "op": "to_host_pinned", "bytes": 67108864}},
+    {"run_name": "launch/cuda/empty/dispatch/items:1", "run_type": "iteration", "real_time": 2100, "time_unit": "ns",
+     "axes": {"family": "launch", "op": "empty", "timing": "dispatch", "items": 1}},
+    {"run_name": "builtins/cuda/sin/float", "run_type": "iteration", "error_occurred": true, "call_per_s": 1,
+     "axes": {"family": "builtins", "op": "sin"}}]})";
+  const std::string s = ab::summary_screen(ab::Json::parse(R"({"context": {"device": "NVIDIA H100 80GB HBM3"}, )" + rows), "x.json");
+  // The line that begins with `label`, after the indent.
+  const auto line = [&s](const std::string& label) {
+    const std::size_t at = s.find("\n  " + label);
+    return at == std::string::npos ? std::string() : s.substr(at + 1, s.find('\n', at + 1) - at - 1);
+  };
+  EXPECT_NE(line("peak float (mad, float) ").find(" 60.2 TFLOP/s "), std::string::npos) << s;
+  EXPECT_NE(line("peak float (mad, float) ").find(" of 66.9 TFLOP/s (90%)"), std::string::npos) << s;
+  EXPECT_NE(line("stream (triad/double) ").find(" 3.00 TB/s "), std::string::npos) << s;
+  EXPECT_NE(line("stream (triad/double) ").find(" of 3.35 TB/s (89.5%)"), std::string::npos) << s;
+  EXPECT_NE(line("latency 1 KiB - 2 KiB ").find(" 30 ns per access"), std::string::npos) << s;
+  EXPECT_NE(line("latency 256 MiB ").find(" 600 ns per access"), std::string::npos) << s;
+  EXPECT_NE(line("to host pinned (64 MiB) ").find(" 55.0 GB/s"), std::string::npos) << s;
+  EXPECT_NE(line("launch (dispatch) ").find(" 2.1 us per launch"), std::string::npos) << s;
+  EXPECT_EQ(s.find("builtins"), std::string::npos) << s;
+  EXPECT_NE(s.find("Summary: NVIDIA H100 80GB HBM3\n"), std::string::npos) << s;
+  EXPECT_NE(s.find("limits: NVIDIA H100 SXM5"), std::string::npos) << s;
+  EXPECT_NE(s.find("results: x.json"), std::string::npos) << s;
+  const std::string other = ab::summary_screen(ab::Json::parse(R"({"context": {"device": "a CPU"}, )" + rows), "");
+  EXPECT_NE(other.find("none published for this device"), std::string::npos) << other;
+  EXPECT_EQ(other.find(" of "), std::string::npos) << other;
+  EXPECT_EQ(ab::summary_screen(ab::Json::parse(R"({"benchmarks": []})"), "x.json"), "");
 }
 
 TEST(Json, NumbersKeepTheirTextAndErrorsSayWhere) {
