@@ -9,8 +9,8 @@
    glibc FLOOR: every version they require of glibc (readelf -V, the version needs; objdump -T
    names the symbols) is FLOOR or older; none of libstdc++ (GLIBCXX_, CXXABI_: it is linked
    statically, and the node's may be older) and none of libgcc_s newer than GCC 8's (RHEL 8's);
-   and no NEEDED library that a node lacks or that needs a newer glibc (libstdc++, libbenchmark,
-   libpapi).
+   and no NEEDED library that a node lacks or that needs a newer glibc (libbenchmark, libpapi).
+   A libstdc++.so.6 needed with none of its versions (NVIDIA's libnvrtc-builtins) is any node's.
 3. With --run PROGRAM: the program (the probe, tests/portable_probe.cpp) runs and says so.
 
 Usage: needed.py CUDA_BUILT(ON|OFF) BINARY... [--glibc FLOOR ELF...] [--run PROGRAM]
@@ -74,7 +74,9 @@ def portable(elfs, floor):
             m = re.search(r"\s\(?([A-Z]+_[0-9.]+)\)?\s+(\S+)$", line)
             if m and too_new(m.group(1), floor):
                 symbols.setdefault(m.group(1), []).append(m.group(2))
-        libs = [n for n in needed(elf) if re.match(r"lib(stdc\+\+|benchmark|papi)\.so", n)]
+        libs = [n for n in needed(elf) if re.match(r"lib(benchmark|papi)\.so", n)]
+        # NVIDIA's libnvrtc-builtins needs a libstdc++.so.6 but none of its versions: any node's will do.
+        anystd = " (and a libstdc++.so.6, of any version)" if "libstdc++.so.6" in needed(elf) else ""
         newest = max((version(n.split("_", 1)[1]) for n in required if n.startswith("GLIBC_")), default=())
         if bad or libs:
             failures += 1
@@ -84,7 +86,7 @@ def portable(elfs, floor):
             for n in libs:
                 print("       needs %s" % n)
         else:
-            print("ok   %s: newest glibc version required %s" % (elf, ".".join(map(str, newest)) or "none"))
+            print("ok   %s: newest glibc version required %s%s" % (elf, ".".join(map(str, newest)) or "none", anystd))
     return failures
 
 
