@@ -7,7 +7,8 @@ launch by launch.
 The program runs twice: natively (wall time), then with libarchbench_topdown.so injected by
 CUDA_INJECTION64_PATH (CUPTI's range profiler, each profiled launch one range replayed by CUPTI as
 many passes as the counters need). By default the first 2 launches of each kernel and launch shape
-(grid, block) are profiled (--sample; --sample 0 profiles every launch) and the others run
+(grid, block) are profiled (--sample; --sample 0 profiles every launch), at most 8 a kernel
+(--max-launches), and the others run
 natively: their GPU time, from CUPTI's kernel activity records, weights the profiled ones, so a
 kernel's fractions are its profiled launches' and the totals weight kernels by all their GPU time.
 A launch that cannot be replayed (an argument in host memory: the kernel may wait for a flag the
@@ -230,8 +231,9 @@ def run(argv):
     ap.add_argument("--sample", type=int, default=2, metavar="N",
                     help="profile the first N launches of each kernel and launch shape; the others run "
                          "natively and count by their GPU time (default 2; 0: every launch)")
-    ap.add_argument("--max-launches", type=int, default=0,
-                    help="profile at most N launches of each kernel; later ones run unobserved (default: no limit)")
+    ap.add_argument("--max-launches", type=int, default=8,
+                    help="profile at most N launches of each kernel over all its shapes; later ones run natively "
+                         "and count by their GPU time (default 8; 0: no limit)")
     ap.add_argument("--by-invocation", action="store_true", help="also list every launch in order (seed 004 5.3)")
     ap.add_argument("--json", help="write the analysis as JSON here")
     ap.add_argument("--csv", help="write the per-kernel table (and with --by-invocation, launches) as CSV here")
@@ -292,9 +294,10 @@ def run(argv):
           f"weighted by GPU time" + (f"; chip {context['chip']}, {context['passes']} passes" if "chip" in context else ""))
     print(table(kernels + [total], cols))
     if "launches_profiled" in context:
-        print(f"{context['launches_profiled']} launches profiled (first {context['sample'] or 'all'} of each kernel "
-              f"and shape), {context['launches_unprofiled']} run natively; their time from "
-              f"{context.get('unprofiled_time') or 'their profiled mean'}")
+        how = (f"the first {context['sample']} of each kernel and shape, at most {context['max_launches']} a kernel"
+               if context["sample"] else "every launch")
+        print(f"{context['launches_profiled']} launches profiled ({how}), {context['launches_unprofiled']} run "
+              f"natively; their time from {context.get('unprofiled_time') or 'their profiled mean'}")
     for u in context["unreplayable"]:
         print(f"not replayable, ran natively: {short(u['kernel'])}: {u['reason']}")
     if a.by_invocation:

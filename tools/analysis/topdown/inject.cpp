@@ -241,11 +241,20 @@ LaunchArgs launch_args(const CUpti_CallbackData* cb, CUpti_CallbackId id) {
   return a;
 }
 
+// The size of a launch's argument `i` (false past the last): the driver describes a function's
+// parameters, or, where the handle is a context-independent kernel (CUkernel, as the runtime of
+// CUDA 12 and later may pass), the kernel's.
+bool param_size(CUfunction f, std::size_t i, std::size_t* size) {
+  std::size_t off = 0;
+  return cuFuncGetParamInfo(f, i, &off, size) == CUDA_SUCCESS ||
+         cuKernelGetParamInfo(reinterpret_cast<CUkernel>(f), i, &off, size) == CUDA_SUCCESS;
+}
+
 // Why a launch cannot be replayed ("" when it can): an argument that points into host memory.
 std::string unreplayable(const LaunchArgs& a) {
   if (!a.f || !a.params) return "";
-  std::size_t off = 0, size = 0;
-  for (std::size_t i = 0; cuFuncGetParamInfo(a.f, i, &off, &size) == CUDA_SUCCESS; ++i) {
+  std::size_t size = 0;
+  for (std::size_t i = 0; param_size(a.f, i, &size); ++i) {
     if (size != sizeof(std::uint64_t)) continue;
     std::uint64_t v = 0;
     std::memcpy(&v, a.params[i], sizeof v);

@@ -34,6 +34,25 @@ uint64_t now_ns() {
 
 int this_tid() { return int(syscall(SYS_gettid)); }
 
+size_t readable_bytes(const void* p, size_t n) {
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  FILE* f = fopen("/proc/self/maps", "re");
+  if (!f) return 0;
+  uintptr_t end = 0;  // end of the readable run of mappings holding a, as far as it goes
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo = 0, hi = 0;
+    char perms[5] = "";
+    if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) != 3) continue;
+    const bool readable = perms[0] == 'r';
+    if (end == 0 && readable && a >= lo && a < hi) end = hi;  // the mapping holding a
+    else if (end != 0 && readable && lo == end) end = hi;    // the next one, adjacent
+    else if (end != 0 && lo >= end) break;                   // a gap or an unreadable one
+  }
+  fclose(f);
+  return end == 0 ? 0 : std::min<size_t>(n, end - a);
+}
+
 uint64_t fnv1a(const void* data, size_t n, uint64_t h) {
   const unsigned char* p = static_cast<const unsigned char*>(data);
   for (size_t i = 0; i < n; ++i) {

@@ -26,6 +26,12 @@ int this_tid();
 /// 64-bit FNV-1a of `n` bytes (fast enough for copies; not cryptographic).
 uint64_t fnv1a(const void* data, size_t n, uint64_t h = 14695981039346656037ull);
 
+/// How many of the `n` bytes from `p` can be read: `n`, or fewer where the readable mappings
+/// (/proc/self/maps) end sooner (0 when `p` is in none). For memory whose length the tracer works
+/// out from a header it does not own (a module image), so that a wrong length cannot crash the
+/// program.
+size_t readable_bytes(const void* p, size_t n);
+
 /// 16 lower-case hex digits.
 std::string hex64(uint64_t v);
 

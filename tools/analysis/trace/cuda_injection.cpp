@@ -165,33 +165,38 @@ uint64_t alloc_of(uint64_t p) {
   return p < it->first + it->second ? it->first : 0;
 }
 
-// Length of a module image: PTX text, an ELF cubin, a fatbin, or the runtime's fatbin wrapper.
-size_t image_size(const void* image) {
+// The bytes of a module image: PTX text, an ELF cubin, a fatbin, or what the runtime's fatbin
+// wrapper ({magic, version, data, filename}: what nvcc's programs register and load) points at.
+// Lengths come from the image's own headers; none is read past what is mapped, so a header this
+// code misreads cannot crash the program (hashing the wrapper itself for its fatbin's length once
+// read past the end of every nvcc-built program's data).
+std::pair<const void*, size_t> image_bytes(const void* image) {
   const unsigned char* p = static_cast<const unsigned char*>(image);
-  if (!p) return 0;
+  if (!p || tr::readable_bytes(p, 64) < 64) return {p, 0};
   uint32_t magic;
   memcpy(&magic, p, 4);
+  size_t n;
   if (magic == 0x464c457f) {  // ELF: section headers come last in a cubin
     uint64_t shoff;
     uint16_t shentsize, shnum;
     memcpy(&shoff, p + 0x28, 8);
     memcpy(&shentsize, p + 0x3a, 2);
     memcpy(&shnum, p + 0x3c, 2);
-    return size_t(shoff + uint64_t(shentsize) * shnum);
-  }
-  if (magic == 0xba55ed50) {  // fatbin: 16-byte header whose last field is the payload size
+    n = size_t(shoff + uint64_t(shentsize) * shnum);
+  } else if (magic == 0xba55ed50) {  // fatbin: 16-byte header whose last field is the payload size
     uint16_t header;
     uint64_t fat;
     memcpy(&header, p + 6, 2);
     memcpy(&fat, p + 8, 8);
-    return size_t(header + fat);
-  }
-  if (magic == 0x466243b1) {  // the runtime's wrapper: {magic, version, data, filename}
+    n = size_t(header + fat);
+  } else if (magic == 0x466243b1) {  // the runtime's wrapper: the bytes are its data's
     const void* data;
     memcpy(&data, p + 8, sizeof data);
-    return image_size(data);
+    return data == image ? std::make_pair(image, size_t(0)) : image_bytes(data);
+  } else {
+    n = strnlen(reinterpret_cast<const char*>(p), tr::readable_bytes(p, size_t(1) << 30));  // PTX
   }
-  return strlen(reinterpret_cast<const char*>(p));  // PTX
+  return {p, tr::readable_bytes(p, n)};
 }
 
 // The 8-byte arguments of a driver launch (candidate device pointers), read at its entry with
@@ -343,8 +348,8 @@ void on_driver(CUpti_CallbackId cbid, const CUpti_CallbackData* d, Call& c, bool
       bool file = cbid == CUPTI_DRIVER_TRACE_CBID_cuModuleLoad || cbid == CUPTI_DRIVER_TRACE_CBID_cuLibraryLoadFromFile;
       if (!exit) {
         // A file is named by its path: the bytes are the driver's to read.
-        size_t n = file ? strlen(static_cast<const char*>(p->image)) : image_size(p->image);
-        t_build.emplace_back(tr::now_ns(), tr::fnv1a(p->image, n));
+        auto [bytes, n] = file ? std::make_pair(p->image, strlen(static_cast<const char*>(p->image))) : image_bytes(p->image);
+        t_build.emplace_back(tr::now_ns(), tr::fnv1a(bytes, n));
         break;
       }
       if (t_build.empty()) break;
@@ -549,14 +554,21 @@ void who(tr::JsonLine& j, const Call* c) {
   j.num("tid", c ? c->tid : 0).path("path", c ? st().paths.at(c->path) : none);
 }
 
-// Writes every record; runs once, at exit.
-void write_trace() {
+// Writes every record; runs once, at exit, or at a fatal signal (`sig`) whose disposition was
+// the default: then without waiting for CUPTI (the crash may be inside it) and only if no thread
+// holds the state's lock, with what CUPTI had delivered, and an end record naming the signal.
+void write_trace(int sig) {
   State& s = st();
-  // Records of contexts already destroyed were delivered then; this flushes the rest.
-  CUptiResult r = cuptiActivityFlushAll(1);
-  if (r != CUPTI_SUCCESS) warn("cuptiActivityFlushAll at exit (records delivered before are kept)", r);
+  if (!sig) {
+    // Records of contexts already destroyed were delivered then; this flushes the rest.
+    CUptiResult r = cuptiActivityFlushAll(1);
+    if (r != CUPTI_SUCCESS) warn("cuptiActivityFlushAll at exit (records delivered before are kept)", r);
+  }
   tr::sampler().stop();
-  std::lock_guard<std::mutex> lock(s.mu);
+  std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
+  if (sig && !lock.try_lock()) return;
+  if (!sig) lock.lock();
+  if (s.done) return;
   s.done = true;
   std::string file;
   FILE* out = tr::open_trace_file(&file);
@@ -567,7 +579,7 @@ void write_trace() {
       .unum("end_ns", tr::now_ns()).str("clock", "cupti").str("clock_detail", s.clock_detail)
       .unum("records_dropped", s.dropped);
   if (sm.interval_ns())
-    p.unum("sample_rate_hz", 1000000000ull / sm.interval_ns()).str("sample_clock", "wall").unum("samples_dropped", sm.dropped());
+    p.unum("sample_rate_hz", 1000000000ull / sm.interval_ns()).str("sample_clock", "cpu+wall").str("sampler", sm.method()).unum("samples_dropped", sm.dropped());
   p.write(out);
   // Devices as the driver listed them at the first context; else those that ran something.
   if (s.device_names.empty())
@@ -651,6 +663,7 @@ void write_trace() {
     j.write(out);
   }
   sm.write(out);
+  if (sig) tr::JsonLine("end").unum("end_ns", tr::now_ns()).num("signal", sig).write(out);
   fclose(out);
   fprintf(stderr, "archbench trace (cuda): %zu kernels, %zu copies, %zu syncs, %zu samples -> %s\n", s.kernels.size(),
           s.copies.size(), s.syncs.size() + s.host_syncs.size(), sm.count(), file.c_str());
@@ -710,7 +723,8 @@ bool init() {
   std::string why;
   if (interval && !tr::sampler().start(interval, &why))
     fprintf(stderr, "archbench trace (cuda): no sampling (%s); GPU_IDLE_CAUSE will be empty\n", why.c_str());
-  atexit(write_trace);
+  atexit([] { write_trace(0); });
+  tr::install_crash_hook(write_trace);  // a program that crashes keeps what was recorded
   return true;
 }
 
