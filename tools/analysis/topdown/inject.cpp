@@ -84,7 +84,7 @@ struct State {
   std::uint64_t sample = 2;                           // first N launches of each shape (0: all)
   bool activity = false;                              // CUPTI kernel activity records enabled
   std::string activity_detail;
-  std::uint64_t seq = 0, profiled = 0, skipped = 0, unreplayable = 0;
+  std::uint64_t seq = 0, profiled = 0, skipped = 0, unreplayable = 0, captured = 0;
   std::size_t passes = 0;
   bool done = false;
 };
@@ -178,9 +178,15 @@ bool wanted(State& s, const std::string& name, const std::string& mangled) {
 // The kernel activity records (GPU time of the launches not profiled), kept apart from the state
 // above: CUPTI delivers them on its own thread, also while the state's lock is held (at exit).
 struct Activity {
+  struct Time {
+    std::string mangled;
+    std::vector<int64_t> grid, block;
+    std::uint64_t records = 0;
+    double ns = 0;
+  };
   std::mutex mu;
-  std::set<std::uint32_t> profiled;  // correlation ids (driver and runtime) of profiled launches
-  std::map<std::string, std::pair<std::uint64_t, double>> by_shape;  // shape -> records, ns
+  std::set<std::uint32_t> profiled;     // correlation ids (driver and runtime) of profiled launches
+  std::map<std::string, Time> by_shape;  // shape -> the unprofiled launches' records and time
 };
 Activity& activity() {
   static Activity* a = new Activity;
@@ -209,9 +215,10 @@ void CUPTIAPI on_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, 
       if (r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
       const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(r);
       if (a.profiled.count(k->correlationId) || !k->name) continue;  // replays: timed by the profiler
-      auto& t = a.by_shape[shape_key(k->name, {k->gridX, k->gridY, k->gridZ}, {k->blockX, k->blockY, k->blockZ})];
-      t.first += 1;
-      t.second += double(k->end - k->start);
+      const std::vector<int64_t> grid{k->gridX, k->gridY, k->gridZ}, block{k->blockX, k->blockY, k->blockZ};
+      auto& t = a.by_shape[shape_key(k->name, grid, block)];
+      if (t.records++ == 0) t.mangled = k->name, t.grid = grid, t.block = block;
+      t.ns += double(k->end - k->start);
     }
   }
   std::free(buffer);
@@ -220,6 +227,7 @@ void CUPTIAPI on_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, 
 // A launch's function, arguments and geometry, from its driver call's parameters.
 struct LaunchArgs {
   CUfunction f = nullptr;
+  CUstream stream = nullptr;
   void** params = nullptr;
   std::vector<int64_t> grid, block;
 };
@@ -229,12 +237,13 @@ LaunchArgs launch_args(const CUpti_CallbackData* cb, CUpti_CallbackId id) {
     const auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
     a.f = p->f, a.params = p->kernelParams;
     if (p->config) {
+      a.stream = p->config->hStream;
       a.grid = {p->config->gridDimX, p->config->gridDimY, p->config->gridDimZ};
       a.block = {p->config->blockDimX, p->config->blockDimY, p->config->blockDimZ};
     }
   } else {  // cuLaunchKernel and cuLaunchCooperativeKernel: the same leading fields
     const auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams);
-    a.f = p->f, a.params = p->kernelParams;
+    a.f = p->f, a.stream = p->hStream, a.params = p->kernelParams;
     a.grid = {p->gridDimX, p->gridDimY, p->gridDimZ};
     a.block = {p->blockDimX, p->blockDimY, p->blockDimZ};
   }
@@ -304,8 +313,16 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
     if (c.profiler && c.pending.size() >= kRangesPerFlush) flush(s, cb->context, c);
     return;
   }
-  const std::string mangled = cb->symbolName, name = demangle(cb->symbolName);
   const LaunchArgs args = launch_args(cb, id);
+  // A launch into a stream being captured (a CUDA graph being built) does not run now: it is
+  // neither profiled nor a reason to stop the profiler (which would break the capture). Its
+  // runs, as graph launches, count by their GPU time (activity records).
+  CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (cuStreamIsCapturing(args.stream, &capturing) == CUDA_SUCCESS && capturing != CU_STREAM_CAPTURE_STATUS_NONE) {
+    ++s.captured;
+    return;
+  }
+  const std::string mangled = cb->symbolName, name = demangle(cb->symbolName);
   Launch l{name, mangled, shape_key(mangled, args.grid, args.block), args.grid, args.block, s.seq++,
            s.launched[name]++, tr::now_ns()};
   State::Shape& sh = s.shapes[l.shape];
@@ -417,23 +434,30 @@ void finish() {
   // frees them.
   for (auto& [ctx, c] : s.contexts) flush(s, ctx, c);
   s.done = true;
-  std::map<std::string, std::pair<std::uint64_t, double>> times;
+  std::map<std::string, Activity::Time> times;
   {
     std::lock_guard<std::mutex> a(activity().mu);
     times = activity().by_shape;
   }
+  // Kernels seen only in the activity records: run by graphs (no launch call of their own).
+  for (const auto& [key, t] : times)
+    if (!s.shapes.count(key)) {
+      State::Shape& sh = s.shapes[key];
+      sh.name = demangle(t.mangled.c_str()), sh.mangled = t.mangled, sh.grid = t.grid, sh.block = t.block;
+      sh.launches = t.records;
+    }
   for (const auto& [key, sh] : s.shapes) {
     tr::JsonLine line("shape");
     line.str("name", sh.name).str("mangled", sh.mangled).nums("grid", sh.grid).nums("block", sh.block)
         .unum("launches", sh.launches).unum("profiled", sh.profiled).unum("unreplayable", sh.unreplayable);
     if (s.activity) {
-      const auto t = times.count(key) ? times.at(key) : std::make_pair(std::uint64_t(0), 0.0);
-      line.unum("unprofiled_records", t.first).raw("unprofiled_ns", number(t.second));
+      const Activity::Time t = times.count(key) ? times.at(key) : Activity::Time{};
+      line.unum("unprofiled_records", t.records).raw("unprofiled_ns", number(t.ns));
     }
     line.write(s.out);
   }
   tr::JsonLine("end").unum("profiled", s.profiled).unum("unprofiled", s.skipped).unum("unreplayable", s.unreplayable)
-      .unum("passes", s.passes).unum("sample", s.sample).str("unprofiled_time", s.activity_detail)
+      .unum("captured", s.captured).unum("passes", s.passes).unum("sample", s.sample).str("unprofiled_time", s.activity_detail)
       .unum("end_ns", tr::now_ns()).write(s.out);
   std::fflush(s.out);
   std::fprintf(stderr, "archbench-topdown: %llu launches profiled, %llu not; %s\n",
