@@ -111,22 +111,6 @@ def level3_columns(kernels):
     return sorted(names)
 
 
-def weighted(launches, cols):
-    """Each column's mean over launches weighted by their GPU time (plain mean if no time)."""
-    total = sum(float(k["duration_ns"]) for k in launches)
-    out = {}
-    for c in cols:
-        vals = [(float(k["duration_ns"]), k["topdown"].get("td_" + c)) for k in launches]
-        vals = [(w, v) for w, v in vals if v is not None]
-        if not vals:
-            continue
-        if total > 0:
-            out[c] = sum(w * v for w, v in vals) / sum(w for w, _ in vals)
-        else:
-            out[c] = sum(v for _, v in vals) / len(vals)
-    return out
-
-
 def shape_key(r):
     return (r.get("mangled", r["name"]), tuple(r.get("grid", [])), tuple(r.get("block", [])))
 
