@@ -503,7 +503,9 @@ size_t Sampler::count() const {
 
 std::string syscall_name(int nr) {
 #if defined(__x86_64__)
-  static const std::map<int, const char*> names = {
+  // Never destroyed: the tracers write their samples from exit handlers, which may run after
+  // this function's statics would be (a use after free that ASan found).
+  static const auto& names = *new std::map<int, const char*>{
       {0, "read"}, {1, "write"}, {2, "open"}, {3, "close"}, {7, "poll"}, {9, "mmap"}, {11, "munmap"},
       {17, "pread64"}, {19, "readv"}, {20, "writev"}, {24, "sched_yield"}, {42, "connect"}, {44, "sendto"},
       {46, "sendmsg"}, {56, "clone"}, {74, "fsync"}, {75, "fdatasync"}, {257, "openat"}, {23, "select"}, {34, "pause"}, {35, "nanosleep"}, {43, "accept"},
