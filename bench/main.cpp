@@ -85,9 +85,16 @@ archbench options:
                          workload's timed loop, one launch is replayed once per counter pass
                          (CUPTI's range profiler; CUDA devices). Where counters cannot be read
                          (OpenCL, no CUPTI, no permission) the context's topdown says why.
+  --traffic              measured traffic and executed operations (also ARCHBENCH_TRAFFIC=1), per
+                         launch, from the GPU's hardware counters in the same kind of pass:
+                         traffic_<l1|shared|l2|dram>_<read|write>_bytes, exec_flops_<fp64|fp32|
+                         fp16> (SASS counts, FMA = 2), exec_int_inst, exec_tensor_ops_<path>;
+                         a counter the chip lacks is left out and named in the context
+                         (traffic_missing). tools/archbench_agreement.py checks them against
+                         the cost model; archbench_roofline.py places benchmarks by them.
   --help                 this text, then Google Benchmark's options
 
-Environment: ARCHBENCH_DEVICE, ARCHBENCH_SWEEP, ARCHBENCH_ENERGY, ARCHBENCH_TOPDOWN, ARCHBENCH_RESULTS_DIR,
+Environment: ARCHBENCH_DEVICE, ARCHBENCH_SWEEP, ARCHBENCH_ENERGY, ARCHBENCH_TOPDOWN, ARCHBENCH_TRAFFIC, ARCHBENCH_RESULTS_DIR,
   ARCHBENCH_RESULTS_ROOT (see above);
   ARCHBENCH_CL_OPTIONS   extra OpenCL build options appended to every kernel's (they win);
                          recorded in the JSON context as cl_options
@@ -323,6 +330,7 @@ int main(int argc, char** argv) {
   bool list_devices = false, help = false, listing_tests = false;
   bool energy = env("ARCHBENCH_ENERGY") == "1";
   std::string topdown = env("ARCHBENCH_TOPDOWN", "1");
+  bool traffic = env("ARCHBENCH_TRAFFIC") == "1";
   bool has_out = false, has_min_time = false, has_reps = false, has_unit = false, record = false;
   std::string out_path, out_format = "json", stdout_format = "console";
   std::string suite, filter, repetitions;
@@ -335,6 +343,7 @@ int main(int argc, char** argv) {
     else if (a == "--record") record = true;
     else if (a == "--energy") energy = true;
     else if (starts_with(a, "--topdown=")) topdown = a.substr(10);
+    else if (a == "--traffic") traffic = true;
     else if (starts_with(a, "--record=")) record = true, suite = a.substr(9);
     else if (a == "--help" || a == "-h") help = true;
     else {
@@ -479,6 +488,7 @@ int main(int argc, char** argv) {
     if (!help && !listing_tests) {
       meters.push_back(ab::make_energy_pass(info, energy));
       meters.push_back(ab::make_topdown_meter(*device, topdown[0] - '0'));
+      meters.push_back(ab::make_traffic_meter(*device, traffic));
       meters.push_back(ab::make_clock_meter(info));
       for (const auto& m : meters) {
         measure->add_meter(m.get());

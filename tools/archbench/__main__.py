@@ -2,7 +2,8 @@
 import importlib
 import sys
 
-COMMANDS = ("compare", "history", "merge", "peer", "report", "roofline", "topdown", "trace", "variability")
+COMMANDS = ("agreement", "compare", "history", "merge", "peer", "report", "roofline", "topdown", "trace", "variability")
+MODULES = {"agreement": "traffic"}  # a command whose module has another name
 
 
 def main(argv=None):
@@ -12,7 +13,7 @@ def main(argv=None):
         print(f"usage: python3 -m archbench {{{','.join(COMMANDS)}}} [ARGS...]", file=sys.stderr)
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2
     sys.argv[0] = f"archbench {argv[0]}"
-    return importlib.import_module(f"archbench.{argv[0]}").main(argv[1:])
+    return importlib.import_module(f"archbench.{MODULES.get(argv[0], argv[0])}").main(argv[1:])
 
 
 if __name__ == "__main__":

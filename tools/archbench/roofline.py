@@ -42,6 +42,10 @@ Options:
   --energy-svg   energy roofline (flop_per_joule against AI) when energy counters exist
   --json FILE    ceilings, models, ridges, textbook peaks and the roof check as JSON
   --title TEXT   chart title
+Measured traffic (archbench --traffic): where benchmarks carry traffic_* and exec_* counters, three
+more charts beside --svg, <stem>-dram (ORM: intensity over measured DRAM bytes), <stem>-l1 (CARM:
+over L1 and shared bytes) and <stem>-hierarchical (a point per measured level, joined), SVG and PNG;
+y is executed FLOP/s. --program -- PROGRAM ARGS places any CUDA program's kernels (program.py).
 Exit: 0 done, 2 bad input (malformed file, files of several devices, bad option).
 """
 
@@ -54,7 +58,7 @@ import statistics
 import sys
 from .cli import html as escape
 
-from . import charts, cli
+from . import charts, cli, traffic
 from .charts import si
 
 from . import results as ar
@@ -467,15 +471,11 @@ def chart_frame(model, bw, points, precision):
     return lines, xlim, ylim
 
 
-def roofline_svg(model, bw, points, precision, title):
-    """The roofline chart as SVG text."""
-    lines, xlim, ylim = chart_frame(model, bw, points, precision)
+def svg_ceilings(ax, lines):
+    """The chart's ceilings as SVG elements, each labelled on its line."""
+    out = []
     bws = [v for k, _, v, s in lines if k == "bw"]
     top = max((v for k, _, v, s in lines if k == "peak"), default=None)
-    ax = charts.LogLog(xlim, ylim)
-    width, height = ax.x0 + ax.w + 40, ax.y0 + ax.h + 60
-    out = charts.svg_open(width, height)
-    out += ax.frame("arithmetic intensity (FLOP/byte)", "FLOP/s", title)
     dash = {"solid": "", "dashed": ' stroke-dasharray="8,5"', "dotted": ' stroke-dasharray="2,4"'}
     xmin, xmax = 10 ** ax.xl[0], 10 ** ax.xl[1]
     angle = ax.slope_deg()
@@ -501,6 +501,17 @@ def roofline_svg(model, bw, points, precision, title):
             px, py = ax.x(lx), ax.y(value * lx) - 5
             out.append(f'<text x="{px:.1f}" y="{py:.1f}" fill="{color}" '
                        f'transform="rotate({angle:.1f} {px:.1f} {py:.1f})">{escape(label)}</text>')
+    return out
+
+
+def roofline_svg(model, bw, points, precision, title):
+    """The roofline chart as SVG text."""
+    lines, xlim, ylim = chart_frame(model, bw, points, precision)
+    ax = charts.LogLog(xlim, ylim)
+    width, height = ax.x0 + ax.w + 40, ax.y0 + ax.h + 60
+    out = charts.svg_open(width, height)
+    out += ax.frame("arithmetic intensity (FLOP/byte)", "FLOP/s", title)
+    out += svg_ceilings(ax, lines)
     series = flops_series(points)
     in_series = {p["name"] for s in series.values() for p in s}
     for i, ((source, kind), pts) in enumerate(series.items()):
@@ -603,6 +614,161 @@ def draw(axis, model, bw, points, precision, title):
     axis.set_title(title)
     axis.grid(True, which="major", alpha=0.3)
     axis.legend(fontsize=7, loc="lower right")
+
+# ---------------------------------------------------------------- measured traffic (archbench --traffic)
+
+PREC_COLORS = {"fp64": "#d62728", "fp32": "#1f77b4", "fp16": "#2ca02c", "tensor": "#9467bd"}
+LEVEL_MARKERS = {"L1": "o", "L2": "s", "DRAM": "^"}
+SVG_MARKERS = {"L1": "circle", "L2": "rect", "DRAM": "triangle"}
+# The three charts from measured traffic: (file suffix, what it is, the levels of its points).
+MEASURED_CHARTS = (("dram", "original roofline, intensity from measured DRAM traffic", ("DRAM",)),
+                   ("l1", "cache-aware roofline, intensity from measured L1 traffic", ("L1",)),
+                   ("hierarchical", "hierarchical roofline, one point per measured level, joined",
+                    ("L1", "L2", "DRAM")))
+
+
+def measured_series(rows, levels):
+    """Chart series of measured launches: [{name, precision, share, points: [(level, ai, FLOP/s)]}]
+    on `levels`; and how many rows could not be placed (no flops executed, or no bytes there)."""
+    series, skipped = [], 0
+    for r in rows:
+        p = traffic.placement(r["counters"], r["seconds"])
+        pts = [(lv, p["ai"][lv], p["flop_per_s"]) for lv in levels if lv in p["ai"] and p["flop_per_s"]]
+        if pts:
+            series.append({"name": r["name"], "precision": p["precision"], "share": r.get("share"), "points": pts})
+        else:
+            skipped += 1
+    return series, skipped
+
+
+def measured_lines(model, precision, levels):
+    """The ceilings of a measured chart: the compute peaks of its precision, and the bandwidths of
+    its levels (device memory only, for the original model), empirical solid, textbook dashed."""
+    bw = {"memory": {}}
+    lines = chart_lines(model, bw, precision)
+    if levels == ("DRAM",):
+        lines = [ln for ln in lines if ln[0] == "peak" or "device memory" in ln[1]]
+    return lines
+
+
+def levels_note(rows):
+    """Which levels the run measured: the levels the chart can place points by."""
+    have = sorted({lv for r in rows for lv in traffic.level_bytes(r["counters"])},
+                  key=[lv for lv, _ in traffic.LEVELS].index)
+    return "levels measured: " + (", ".join(have) if have else "none")
+
+
+def measured_frame(lines, series):
+    peaks = [v for k, _, v, s in lines if k == "peak"]
+    bws = [v for k, _, v, s in lines if k == "bw"]
+    top = max(peaks, default=None)
+    xs = [ai for s in series for _, ai, _ in s["points"]] + [top / b for b in bws if top] + [0.05, 50]
+    ys = [y for s in series for _, _, y in s["points"]] + peaks + [b * 0.05 for b in bws]
+    return limits(xs, ys)
+
+
+def draw_measured(axis, lines, series, precision, title, note, names):
+    """A measured chart on a matplotlib axis: ceilings labelled on their lines, a colour per
+    precision (points of another precision than the chart's hollow), a marker per level."""
+    xlim, ylim = measured_frame(lines, series)
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    axis.set_xlim(*xlim)
+    axis.set_ylim(*ylim)
+    bws = [v for k, _, v, s in lines if k == "bw"]
+    top = max((v for k, _, v, s in lines if k == "peak"), default=None)
+    styles = {"solid": "-", "dashed": "--", "dotted": ":"}
+    for i, (kind, label, value, style) in enumerate(lines):
+        color = "#777" if style == "dashed" else ("#333" if kind == "peak" else COLORS[i % len(COLORS)])
+        if kind == "peak":
+            start = max(value / max(bws), xlim[0]) if bws else xlim[0]
+            axis.plot([start, xlim[1]], [value, value], styles[style], color=color, lw=1.5)
+            # Textbook labels at the left end, measured ones at the right, so that close ceilings stay legible.
+            axis.text(start * 1.1 if style == "dashed" else xlim[1] / 1.1, value * 1.04, label, fontsize=7,
+                      ha="left" if style == "dashed" else "right", va="bottom", color=color)
+            continue
+        end, start = min(xlim[1], top / value) if top else xlim[1], max(xlim[0], ylim[0] / value)
+        if start >= end:
+            continue
+        axis.plot([start, end], [value * start, value * end], styles[style], color=color, lw=1.5)
+        lx = start * (end / start) ** (0.1 if style == "dashed" else 0.45)
+        (x1, y1), (x2, y2) = axis.transData.transform([(lx, value * lx), (lx * 10, value * lx * 10)])
+        axis.text(lx, value * lx * 1.15, label, fontsize=7, color=color, ha="left", va="bottom",
+                  rotation=math.degrees(math.atan2(y2 - y1, x2 - x1)), rotation_mode="anchor")
+    own = TEXTBOOK_KEY.get(precision)
+    for s in series:
+        color = PREC_COLORS.get(s["precision"], "#777")
+        xs, ys = [p[1] for p in s["points"]], [p[2] for p in s["points"]]
+        if len(xs) > 1:
+            axis.plot(xs, ys, "-", color=color, lw=0.8, alpha=0.6)
+        for level, x, y in s["points"]:
+            axis.plot([x], [y], LEVEL_MARKERS[level], color=color, ms=4 + 8 * (s["share"] or 0),
+                      mfc=color if s["precision"] == own else "none")
+        if names:
+            axis.annotate(s["name"][:40], (xs[0], ys[0]), fontsize=6, xytext=(4, 4), textcoords="offset points")
+    from matplotlib.lines import Line2D
+    handles = [Line2D([], [], ls="", marker="o", color=c, mfc=c if p == own else "none",
+                      label=p + (" (this chart's peaks)" if p == own else " (hollow: its own peak is elsewhere)"))
+               for p, c in PREC_COLORS.items() if any(s["precision"] == p for s in series)]
+    handles += [Line2D([], [], ls="", marker=m, color="#555", label=lv) for lv, m in LEVEL_MARKERS.items()
+                if any(p[0] == lv for s in series for p in s["points"])]
+    if handles:
+        axis.legend(handles=handles, fontsize=7, loc="lower right")
+    axis.set_xlabel("arithmetic intensity (FLOP/byte, measured)")
+    axis.set_ylabel("FLOP/s (executed)")
+    axis.set_title(title, fontsize=10)
+    axis.text(0.01, 0.99, note, transform=axis.transAxes, fontsize=7, va="top", color="#555")
+    axis.grid(True, which="major", alpha=0.3)
+
+
+def measured_svg(lines, series, precision, title, note, names):
+    """The same chart as plain SVG text."""
+    ax = charts.LogLog(*measured_frame(lines, series))
+    out = charts.svg_open(ax.x0 + ax.w + 40, ax.y0 + ax.h + 60)
+    out += ax.frame("arithmetic intensity (FLOP/byte, measured)", "FLOP/s (executed)", title)
+    out += svg_ceilings(ax, lines)
+    own = TEXTBOOK_KEY.get(precision)
+    for s in series:
+        color = PREC_COLORS.get(s["precision"], "#777")
+        fill = color if s["precision"] == own else "none"
+        pts = [(ax.x(x), ax.y(y), level) for level, x, y in s["points"]]
+        if len(pts) > 1:
+            out.append(f'<polyline fill="none" stroke="{color}" stroke-width="0.8" points="'
+                       + " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in pts) + '"/>')
+        for x, y, level in pts:
+            shape = {"circle": f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5"',
+                     "rect": f'<rect x="{x - 3:.1f}" y="{y - 3:.1f}" width="6" height="6"',
+                     "triangle": f'<polygon points="{x:.1f},{y - 4:.1f} {x - 4:.1f},{y + 3:.1f} {x + 4:.1f},{y + 3:.1f}"'}
+            out.append(f'{shape[SVG_MARKERS[level]]} fill="{fill}" stroke="{color}">'
+                       f'<title>{escape(s["name"])} {level} ({escape(s["precision"])})</title>'
+                       + ("</circle>" if level == "L1" else "</rect>" if level == "L2" else "</polygon>"))
+        if names:
+            out.append(f'<text x="{pts[0][0] + 5:.1f}" y="{pts[0][1] - 5:.1f}" font-size="9">{escape(s["name"][:40])}</text>')
+    legend = "; ".join(f"{p}: {c}" for p, c in PREC_COLORS.items() if any(s["precision"] == p for s in series))
+    out.append(f'<text x="{ax.x0 + 4}" y="{ax.y0 + 14}" fill="#555">{escape(note)}</text>')
+    out.append(f'<text x="{ax.x0}" y="{ax.y0 + ax.h + 55}" fill="#555">colours by precision ({escape(legend)}; '
+               f'hollow: not {escape(own or precision)}); markers: circle L1, square L2, triangle DRAM; '
+               f'solid: empirical ceilings, dashed: textbook</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def write_measured(stem, model, rows, precision, title, names=False):
+    """The three charts from measured traffic, SVG and PNG, at <stem>-<dram|l1|hierarchical>;
+    returns notes (what was written, what could not be placed)."""
+    notes, note = [], levels_note(rows)
+    for suffix, what, levels in MEASURED_CHARTS:
+        series, skipped = measured_series(rows, levels)
+        lines = measured_lines(model, precision, levels)
+        text = f"{note}; {skipped} not placed (no flops executed, or no bytes at the level)" if skipped else note
+        chart_title = f"{title}: {what}"
+        for ext in ("svg", "png"):
+            path = f"{stem}-{suffix}.{ext}"
+            why = charts.write(path, lambda axis: draw_measured(axis, lines, series, precision, chart_title, text, names),
+                               (lambda: measured_svg(lines, series, precision, chart_title, text, names))
+                               if ext == "svg" else None)
+            notes.append(f"no {path}: {why}" if why else f"wrote {path} ({len(series)} points)")
+    return notes
 
 
 # ---------------------------------------------------------------- console
@@ -722,6 +888,9 @@ def main(argv=None):
 
 def run(argv):
     """Build the models, print them, write the charts and JSON; returns the exit code."""
+    if "--program" in (argv[:argv.index("--")] if "--" in argv else argv):
+        from . import program
+        return program.run([a for a in argv if a != "--program"])
     args = parse_args(argv)
     notes = []
     device, context, benches, files, cache_bytes = load(args.results)
@@ -739,14 +908,21 @@ def run(argv):
     checks, acceptance = roof_check(points, compute, bw, level, notes)
     if args.precision not in compute:
         notes.append(f"no {args.precision} compute peak: the chart has no measured compute ceiling")
+    _, measured = traffic.measured(args.results)
     title = args.title or f"roofline of {device} ({args.precision})"
-    why = write_chart(args.svg, model, bw, points, args.precision, title)
+    why = write_chart(args.svg, model, bw, points, args.precision,
+                      title if measured else f"{title}; bytes from the cost model, {levels_note([])}")
     if why:
         raise ar.InputError(why)
     notes.append(f"wrote {args.svg}")
     png = args.png or os.path.splitext(args.svg)[0] + ".png"
     why = write_png(png, model, bw, points, args.precision, title)
     notes.append(f"no PNG written: {why}" if why else f"wrote {png}")
+    if measured:
+        notes += write_measured(os.path.splitext(args.svg)[0], model, measured, args.precision, title)
+    else:
+        notes.append("no traffic counters (archbench --traffic, CUDA GPUs): levels measured: none; points are "
+                      "placed by the cost model's bytes, and no measured-traffic chart is drawn")
     energy = [p for p in points if p["flop_per_joule"]]
     if args.energy_svg:
         if energy:
@@ -760,7 +936,8 @@ def run(argv):
     if args.json:
         doc = dict(model, files=files, precision=args.precision, compute=compute, tensor=tensor,
                    bandwidth=bw, points=points, roof_check=checks, acceptance=acceptance,
-                   energy_compute=compute_energy(benches), notes=notes)
+                   energy_compute=compute_energy(benches), notes=notes,
+                   measured=[dict(name=r["name"], **traffic.placement(r["counters"], r["seconds"])) for r in measured])
         ar.write_file(args.json, json.dumps(doc, indent=1) + "\n")
         notes.append(f"wrote {args.json}")
     sys.stdout.write(report(device, files, compute, tensor, bw, model, checks, acceptance,

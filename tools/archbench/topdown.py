@@ -115,13 +115,14 @@ def shape_key(r):
     return (r.get("mangled", r["name"]), tuple(r.get("grid", [])), tuple(r.get("block", [])))
 
 
-def launch_weights(recs):
-    """Each profiled launch's weight: the GPU time it stands for. Without shape records (every
+def launch_weights(recs, key="topdown"):
+    """Each profiled launch's weight: the GPU time it stands for (launches with `key` values:
+    topdown, or traffic from archbench_roofline.py --program). Without shape records (every
     launch profiled, or an older file) its own duration; with them, its shape's whole GPU time
     (profiled durations plus the unprofiled launches' activity time, or where those records are
     missing the shape's profiled mean for each) shared among the shape's profiled launches.
     Returns (weights by seq, per-kernel totals {name: (launches, gpu_ns)})."""
-    launches = [k for k in recs["kernel"] if k["topdown"]]
+    launches = [k for k in recs["kernel"] if k.get(key)]
     if not recs.get("shape"):
         totals = {}
         for k in launches:

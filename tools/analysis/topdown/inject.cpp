@@ -14,6 +14,9 @@
 //                             had, the shape's measured mean) weights the profiled ones.
 //   ARCHBENCH_TOPDOWN_WATCHDOG_S  seconds a profiled launch may replay before the library says
 //                             on stderr that it may never end (default 20)
+//   ARCHBENCH_TOPDOWN_METRICS "traffic": collect the traffic set instead (fixtures/meters/traffic.hpp:
+//                             bytes per level, flops by precision) and write it as each launch's
+//                             "traffic" object (archbench_roofline.py --program); default TopDown's
 //
 // What cannot be replayed is not: a launch whose arguments point into host memory (mapped or
 // registered) may read a flag the host sets only after the launch returns (a spin kernel, as in
@@ -42,6 +45,7 @@
 
 #include "fixtures/meters/cupti/cupti.hpp"
 #include "fixtures/meters/topdown.hpp"
+#include "fixtures/meters/traffic.hpp"
 #include "tools/analysis/trace/common.hpp"
 
 namespace ab = archbench;
@@ -86,6 +90,8 @@ struct State {
   std::string activity_detail;
   std::uint64_t seq = 0, profiled = 0, skipped = 0, unreplayable = 0, captured = 0;
   std::size_t passes = 0;
+  bool traffic = false;     // ARCHBENCH_TOPDOWN_METRICS=traffic: the traffic set, not TopDown's
+  ab::TrafficPlan plan;     // the traffic set's plan (the chip's, from the first profiler made)
   bool done = false;
 };
 
@@ -100,6 +106,12 @@ std::string demangle(const char* m) {
   std::string r = status == 0 && d ? d : m;
   std::free(d);
   return r;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v) s += (s.empty() ? "" : "; ") + x;
+  return s;
 }
 
 std::string number(double v) {
@@ -122,11 +134,12 @@ void flush(State& s, CUcontext ctx, Context& c) {
                  c.pending.size());
   for (std::size_t i = 0; i < c.pending.size() && i < ranges.size(); ++i) {
     const Launch& l = c.pending[i];
-    std::string metrics = "{", td = "{", err;
+    std::string metrics = "{", td = "{", traffic = "{", err;
     for (const auto& [k, v] : ranges[i]) metrics += (metrics.size() > 1 ? "," : "") + tr::JsonLine::quote(k) + ":" + number(v);
     try {
-      for (const auto& [k, v] : ab::topdown_counters(ab::topdown(ranges[i]), 3))
-        td += (td.size() > 1 ? "," : "") + tr::JsonLine::quote(k) + ":" + number(v);
+      auto& out = s.traffic ? traffic : td;
+      for (const auto& [k, v] : s.traffic ? ab::traffic_values(s.plan, ranges[i]) : ab::topdown_counters(ab::topdown(ranges[i]), 3))
+        out += (out.size() > 1 ? "," : "") + tr::JsonLine::quote(k) + ":" + number(v);
     } catch (const std::exception& e) {
       err = e.what();
     }
@@ -136,6 +149,7 @@ void flush(State& s, CUcontext ctx, Context& c) {
         .unum("context", reinterpret_cast<std::uintptr_t>(ctx))
         .raw("duration_ns", number(ranges[i].count("gpu__time_duration.sum") ? ranges[i].at("gpu__time_duration.sum") : 0))
         .raw("metrics", metrics + "}").raw("topdown", td + "}");
+    if (s.traffic) line.raw("traffic", traffic + "}");
     if (!err.empty()) line.str("error", err);
     line.write(s.out);
     ++s.profiled;
@@ -152,13 +166,20 @@ ab::RangeProfiler* profiler_for(State& s, CUcontext ctx, Context& c) {
     CUdevice dev = 0;
     if (cuCtxGetDevice(&dev) != CUDA_SUCCESS) throw std::runtime_error("cuCtxGetDevice failed");
     auto p = std::make_unique<ab::RangeProfiler>(ctx, static_cast<int>(dev));
-    p->set_metrics(ab::topdown_metrics(p->base_metrics()));
+    if (s.traffic) {
+      s.plan = ab::traffic_plan(p->base_metrics());
+      p->set_metrics(s.plan.metrics);
+    } else {
+      p->set_metrics(ab::topdown_metrics(p->base_metrics()));
+    }
     s.passes = p->passes();
     char name[256] = "", bus[32] = "";
     cuDeviceGetName(name, sizeof name, dev);
     cuDeviceGetPCIBusId(bus, sizeof bus, dev);
     tr::JsonLine("profiler").str("chip", p->chip()).unum("passes", p->passes()).unum("metrics", p->metrics().size())
         .unum("device", static_cast<std::uint64_t>(dev)).str("device_name", name).str("pci_bus_id", bus)
+        .str("metric_set", s.traffic ? "traffic" : "topdown").str("traffic_counters", s.traffic ? s.plan.describe() : "")
+        .str("traffic_missing", s.traffic ? join(s.plan.missing) : "")
         .write(s.out);
     c.profiler = std::move(p);
   } catch (const std::exception& e) {
@@ -486,6 +507,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   }
   if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_MAX")) s.max_per_kernel = std::strtoull(m, nullptr, 10);
   if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_SAMPLE"); m && *m) s.sample = std::strtoull(m, nullptr, 10);
+  if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_METRICS"); m && *m) s.traffic = std::string(m) == "traffic";
   double watchdog_s = 20;
   if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_WATCHDOG_S"); m && *m) watchdog_s = std::atof(m);
   char date[32];

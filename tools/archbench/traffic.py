@@ -1,0 +1,246 @@
+"""Measured traffic (archbench --traffic): the bytes each launch moved at each level and the
+operations it executed by precision, checked against the cost model (the agreement table) and
+turned into roofline points (archbench_roofline.py draws them; --program places any CUDA program).
+
+  python3 -m archbench agreement RESULTS [RESULTS ...] [--json FILE]
+
+The agreement table, for every benchmark with traffic counters: executed flops (SASS counts, FMA
+as two, tensor-path ops) against the cost model's flops, exact or with the known reason it cannot
+be; and, where the family streams every byte from device memory once, DRAM bytes (read + write)
+against the cost model's bytes within 5%. Anything else that disagrees is a FINDING: the kernel
+or the model is wrong. Exit 0 when printed (findings included), 2 on bad input.
+"""
+import argparse
+import json
+import statistics
+import sys
+
+from . import cli
+from . import results as ar
+from .charts import si
+
+TOOL = "archbench_agreement"
+# Each level's counters (reads and writes); L1 is what the SMs asked of L1 (global loads and
+# stores) plus shared memory, the core side of the cache-aware model.
+LEVELS = (("L1", ("traffic_l1_read_bytes", "traffic_l1_write_bytes", "traffic_shared_read_bytes",
+                  "traffic_shared_write_bytes")),
+          ("L2", ("traffic_l2_read_bytes", "traffic_l2_write_bytes")),
+          ("DRAM", ("traffic_dram_read_bytes", "traffic_dram_write_bytes")))
+FLOPS = (("fp64", "exec_flops_fp64"), ("fp32", "exec_flops_fp32"), ("fp16", "exec_flops_fp16"))
+TENSOR_PREFIX = "exec_tensor_ops_"
+DRAM_TOLERANCE = 0.05
+# Families that stream every byte from device memory exactly once per launch (their cost model's
+# bytes are DRAM bytes): family -> ops (None: any op), with the flops family's dram source.
+DRAM_STREAMS = {"memory": ("copy", "mul", "add", "triad", "dot", "load_store")}
+# Why executed flops cannot equal the cost model's, by what the benchmark is: the first that
+# applies explains the difference (a difference nothing here explains is a finding).
+REASONS = (
+    (lambda a: a.get("family") == "builtins",
+     "builtins count calls, not flops: a builtin is many instructions of the math library"),
+    (lambda a: a.get("op") in ("mma", "wgmma"),
+     "tensor cores: the ops-path counters count mma.sync, not wgmma (sm_90), nor int8/fp8 as flops"),
+    (lambda a: a.get("scalar") in ("half", "bfloat"),
+     "16-bit floats: a packed HFMA2/HADD2 is one instruction of the counter (2 of its 4 flops); "
+     "bfloat may run on the fp32 pipe"),
+    (lambda a: a.get("scalar") == "int" or a.get("type") == "int" or a.get("op") in ("dp4a", "divmod"),
+     "integer work: exec_int_inst counts every integer instruction (address arithmetic too), "
+     "not the model's operations"),
+)
+
+
+def is_traffic(key):
+    return key.startswith("traffic_") or key.startswith("exec_")
+
+
+# ---------------------------------------------------------------- arithmetic on one launch
+
+def level_bytes(counters):
+    """{level: bytes} for the levels whose counters were measured (a level the chip lacks, or
+    that was not measured, is absent)."""
+    out = {}
+    for level, keys in LEVELS:
+        have = [counters[k] for k in keys if k in counters]
+        if have:
+            out[level] = sum(have)
+    return out
+
+
+def flops_by_precision(counters):
+    """{precision: executed flops} of the precisions measured (tensor: the tensor paths' ops)."""
+    out = {p: counters[k] for p, k in FLOPS if k in counters}
+    tensor = [v for k, v in counters.items() if k.startswith(TENSOR_PREFIX)]
+    if tensor:
+        out["tensor"] = sum(tensor)
+    return out
+
+
+def dominant(flops):
+    """The precision that executed the most flops, or None when none executed any."""
+    best = max(flops.items(), key=lambda kv: kv[1], default=(None, 0))
+    return best[0] if best[1] > 0 else None
+
+
+def placement(counters, seconds):
+    """One launch on the roofline: {precision, flops, flop_per_s, seconds, bytes: {level: B},
+    ai: {level: FLOP/byte}}; ai only where both flops and bytes are non-zero."""
+    flops = flops_by_precision(counters)
+    prec = dominant(flops)
+    total = flops.get(prec, 0.0) if prec else 0.0
+    nbytes = level_bytes(counters)
+    return {"precision": prec, "flops": total, "flops_by_precision": flops, "seconds": seconds,
+            "flop_per_s": total / seconds if seconds else None, "bytes": nbytes,
+            "byte_per_s": {lv: b / seconds for lv, b in nbytes.items()} if seconds else {},
+            "ai": {lv: total / b for lv, b in nbytes.items() if b > 0 and total > 0}}
+
+
+def bound(place, peaks, ceilings):
+    """How far a launch sits below its roof: utilisation of each ceiling (flops over the peak of
+    its precision, bytes per second over each level's bandwidth); the bound is the ceiling used the
+    most, and attained / roof(AI) of the hierarchical roofline equals that utilisation. Returns
+    (bound name, its utilisation, {ceiling: utilisation}), (None, None, {}) with nothing to judge."""
+    use = {}
+    prec = place["precision"]
+    if prec and peaks.get(prec) and place["flop_per_s"] is not None:
+        use[f"{prec} peak"] = place["flop_per_s"] / peaks[prec]
+    for level, rate in place["byte_per_s"].items():
+        if ceilings.get(level):
+            use[level] = rate / ceilings[level]
+    if not use:
+        return None, None, {}
+    name = max(use, key=use.get)
+    return name, use[name], use
+
+
+# ---------------------------------------------------------------- benchmark runs
+
+def measured(paths):
+    """Benchmarks with traffic counters: (context, [{name, axes, cost, counters, seconds}]). The
+    counters come from the meter's one pass (the same on every repetition's row); seconds per
+    launch is the median of the iteration rows' real_time (archbench's times are per launch)."""
+    files = [f for p in paths for f in ar.result_files(p)]
+    context, rows = {}, {}
+    for file in files:
+        ctx, entries = ar.read_results(file)
+        for k, v in ctx.items():
+            context.setdefault(k, v)
+        for e in entries:
+            if e.get("run_type", "iteration") != "iteration" or e.get("error_occurred"):
+                continue
+            counters = {k: ar.number(v) for k, v in e.items() if is_traffic(k) and ar.number(v) is not None}
+            if not counters:
+                continue
+            row = rows.setdefault(ar.base_name(e), {"name": ar.base_name(e), "axes": e.get("axes", {}),
+                                                    "cost": e.get("cost", {}), "counters": counters, "times": []})
+            t = ar.entry_metrics(e).get("real_time")
+            if t:
+                row["times"].append(t * 1e-9)
+    out = []
+    for r in rows.values():
+        r["seconds"] = statistics.median(r.pop("times")) if r["times"] else None
+        out.append(r)
+    return context, sorted(out, key=lambda r: r["name"])
+
+
+def streams_from_dram(axes):
+    ops = DRAM_STREAMS.get(axes.get("family"))
+    if ops is not None and axes.get("op") in ops:
+        return True
+    return axes.get("family") == "flops" and axes.get("source") == "dram"
+
+
+def reason_for(axes):
+    return next((text for applies, text in REASONS if applies(axes)), None)
+
+
+def agreement_row(r):
+    """One benchmark's verdicts: flops (exact / explained / FINDING) and DRAM bytes (within 5% /
+    FINDING / not claimed)."""
+    c, cost, axes = r["counters"], r["cost"], r["axes"]
+    flops = flops_by_precision(c)
+    model_flops = ar.number(cost.get("flops")) or 0.0
+    exec_flops = sum(flops.values()) if flops else None
+    row = {"benchmark": r["name"], "model_flops": model_flops, "exec_flops": exec_flops,
+           "exec_by_precision": flops}
+    if exec_flops is None:
+        row["flops_verdict"], row["flops_reason"] = "not measured", "no exec_flops_* counter on this chip"
+    elif exec_flops == model_flops:
+        row["flops_verdict"], row["flops_reason"] = "exact", ""
+    elif reason_for(axes):
+        row["flops_verdict"], row["flops_reason"] = "explained", reason_for(axes)
+    else:
+        row["flops_verdict"] = "FINDING"
+        row["flops_reason"] = f"executed {exec_flops:.6g} against the model's {model_flops:.6g} " \
+                              f"({exec_flops / model_flops:.6g}x)" if model_flops else \
+                              f"executed {exec_flops:.6g} where the model counts none"
+    model_bytes = (ar.number(cost.get("bytes_read")) or 0.0) + (ar.number(cost.get("bytes_written")) or 0.0)
+    dram = level_bytes(c).get("DRAM")
+    row.update(model_bytes=model_bytes, dram_bytes=dram, dram_ratio=dram / model_bytes if dram is not None
+               and model_bytes else None)
+    if not streams_from_dram(axes):
+        row["dram_verdict"] = "not claimed"
+    elif dram is None:
+        row["dram_verdict"] = "not measured"
+    elif row["dram_ratio"] is not None and abs(row["dram_ratio"] - 1) <= DRAM_TOLERANCE:
+        row["dram_verdict"] = "within 5%"
+    else:
+        row["dram_verdict"] = "FINDING"
+    return row
+
+
+def agreement(rows):
+    """The table's rows and a summary {verdict: count} per column."""
+    table = [agreement_row(r) for r in rows]
+    summary = {col: {} for col in ("flops_verdict", "dram_verdict")}
+    for t in table:
+        for col in summary:
+            summary[col][t[col]] = summary[col].get(t[col], 0) + 1
+    return table, summary
+
+
+def text_table(table, summary):
+    head = f"{'benchmark':52s} {'model flops':>12s} {'exec flops':>12s} {'flops':>10s} " \
+           f"{'model bytes':>12s} {'DRAM bytes':>12s} {'ratio':>6s} {'DRAM':>11s}"
+    out = [head, "-" * len(head)]
+    for t in table:
+        ratio = f"{t['dram_ratio']:.3f}" if t["dram_ratio"] is not None else "-"
+        out.append(f"{t['benchmark'][:52]:52s} {t['model_flops']:12.6g} "
+                   f"{t['exec_flops'] if t['exec_flops'] is not None else float('nan'):12.6g} "
+                   f"{t['flops_verdict']:>10s} {t['model_bytes']:12.6g} "
+                   f"{t['dram_bytes'] if t['dram_bytes'] is not None else float('nan'):12.6g} "
+                   f"{ratio:>6s} {t['dram_verdict']:>11s}")
+    reasons = sorted({t["flops_reason"] for t in table if t["flops_verdict"] in ("explained", "not measured")})
+    out += [f"explained: {r}" for r in reasons]
+    out += [f"FINDING: {t['benchmark']}: {t['flops_reason']}" for t in table if t["flops_verdict"] == "FINDING"]
+    out += [f"FINDING: {t['benchmark']}: DRAM bytes {si(t['dram_bytes'], 'B')} against the model's "
+            f"{si(t['model_bytes'], 'B')}" for t in table if t["dram_verdict"] == "FINDING"]
+    for col, counts in summary.items():
+        out.append(f"{col.split('_')[0]}: " + ", ".join(f"{n} {v}" for v, n in sorted(counts.items())))
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None):
+    return cli.run(TOOL, run, argv)
+
+
+def run(argv):
+    ap = argparse.ArgumentParser(description="The cost model checked by the hardware: executed flops and DRAM "
+                                             "bytes (archbench --traffic) against each benchmark's cost.")
+    ap.add_argument("results", nargs="+", metavar="RESULTS", help="results files or folders")
+    ap.add_argument("--json", metavar="FILE", help="write the table as JSON here")
+    a = ap.parse_args(argv)
+    context, rows = measured(a.results)
+    if not rows:
+        raise cli.InputError(f"{', '.join(a.results)}: no benchmark has traffic counters (run archbench with "
+                             f"--traffic on a CUDA GPU; the context's traffic says why a run has none: "
+                             f"{context.get('traffic', 'not recorded')})")
+    table, summary = agreement(rows)
+    sys.stdout.write(f"agreement of the cost model with the hardware on {context.get('device', '?')} "
+                     f"({len(table)} benchmarks; traffic counters: {context.get('traffic', '?')})\n")
+    sys.stdout.write(text_table(table, summary))
+    if context.get("traffic_missing") not in (None, "none"):
+        print(f"not measured on this chip: {context['traffic_missing']}")
+    if a.json:
+        ar.write_file(a.json, json.dumps({"device": context.get("device"), "traffic": context.get("traffic"),
+                                          "tolerance": DRAM_TOLERANCE, "rows": table, "summary": summary},
+                                         indent=1) + "\n")
+    return 0
