@@ -2,7 +2,7 @@
 import importlib
 import sys
 
-COMMANDS = ("agreement", "compare", "history", "merge", "peer", "report", "roofline", "topdown", "trace", "variability")
+COMMANDS = ("agreement", "compare", "history", "merge", "pcsample", "peer", "report", "roofline", "topdown", "trace", "variability")
 MODULES = {"agreement": "traffic"}  # a command whose module has another name
 
 

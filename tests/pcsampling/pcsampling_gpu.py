@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""PC sampling on a real GPU (ctest pcsampling_gpu, label gpu): the planted kernels of planted.cu
+under tools/archbench_pcsample.py.
+
+  - hot_chase: the hottest source line is the planted pointer chase, its first stall reason
+    long_scoreboard;
+  - lanes<P>, P = 1..32 paths: warp efficiency (SASS metrics) 1/P within 10%;
+  - per kernel, the PC sampling stall shares match TopDown level 3 (tools/archbench_topdown.py,
+    each td_stall_<reason> over their sum) within 0.05, for kernels with at least 2000 stalled
+    samples. Skipped, with the reason, without the TopDown library.
+
+Exit 77 (skip) where there is no CUDA device. --out DIR keeps every file written.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def planted_line(marker):
+    with open(os.path.join(HERE, "planted.cu")) as f:
+        for no, line in enumerate(f, 1):
+            if marker in line:
+                return no
+    raise SystemExit(f"FAIL: no line marked {marker} in planted.cu")
+
+
+def run(cmd, log):
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    with open(log, "w") as f:
+        f.write(" ".join(cmd) + "\n" + p.stdout + "\n--- stderr ---\n" + p.stderr)
+    print(p.stdout, p.stderr, sep="\n")
+    if p.returncode == 77 or "no CUDA-capable device" in p.stderr or "driver version is insufficient" in p.stderr:
+        print("SKIP: no CUDA device")
+        sys.exit(77)
+    if p.returncode != 0:
+        raise SystemExit(f"FAIL: {' '.join(cmd)} exited with {p.returncode}")
+
+
+def base(name):
+    return name.split("(")[0].replace("void ", "")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--prog", required=True)
+    ap.add_argument("--lib")
+    ap.add_argument("--tool", default=os.path.join(HERE, "..", "..", "tools", "archbench_pcsample.py"))
+    ap.add_argument("--topdown-lib")
+    ap.add_argument("--topdown-tool", default=os.path.join(HERE, "..", "..", "tools", "archbench_topdown.py"))
+    ap.add_argument("--period", type=int, default=0)
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    out = a.out or tempfile.mkdtemp(prefix="pcsampling-gpu-")
+    os.makedirs(out, exist_ok=True)
+    j = os.path.join(out, "planted-pcsample.json")
+    cmd = [sys.executable, a.tool, "--json", j, "--html", os.path.join(out, "planted-pcsample.html"),
+           "--raw", os.path.join(out, "planted-pcsample.raw.jsonl"), "--source-dir", HERE, "--top", "8"]
+    cmd += ["--lib", a.lib] if a.lib else []
+    cmd += ["--period", str(a.period)] if a.period else []
+    run(cmd + ["--", a.prog], os.path.join(out, "planted-pcsample.txt"))
+    with open(j) as f:
+        kernels = {base(k["kernel"]): k for k in json.load(f)["kernels"]}
+    failures = []
+
+    chase = kernels.get("hot_chase")
+    want = planted_line("PLANTED: the chase")
+    if not chase or not chase["lines"]:
+        failures.append("hot_chase: no samples")
+    else:
+        top = chase["lines"][0]
+        first = next(iter(top["stalls"]), None)
+        print(f"hot_chase: hottest line {top['line']} ({100 * top['share']:.0f}% of its samples), first stall {first}; "
+              f"planted line {want}")
+        if top["line"] != want:
+            failures.append(f"hot_chase: hottest line {top['line']}, planted {want}")
+        if first != "long_scoreboard":
+            failures.append(f"hot_chase: the chase line's first stall is {first}, not long_scoreboard")
+
+    for p in (1, 2, 4, 8, 16, 32):
+        k = kernels.get(f"lanes<{p}>")
+        eff = (k or {}).get("sass", {}).get("warp_efficiency")
+        print(f"lanes<{p}>: warp efficiency {eff} (1/P = {1 / p:.4f})")
+        if eff is None:
+            failures.append(f"lanes<{p}>: no SASS metrics")
+        elif abs(eff - 1 / p) > 0.1 / p:
+            failures.append(f"lanes<{p}>: warp efficiency {eff:.4f}, not 1/{p} within 10%")
+
+    if not a.topdown_lib:
+        print("SKIP (TopDown comparison): no --topdown-lib")
+    else:
+        tj = os.path.join(out, "planted-topdown.json")
+        run([sys.executable, a.topdown_tool, "--level", "3", "--json", tj, "--lib", a.topdown_lib, "--no-native",
+             "--", a.prog, "1"], os.path.join(out, "planted-topdown.txt"))
+        with open(tj) as f:
+            td = {base(k["kernel"]): k for k in json.load(f)["kernels"]}
+        for name, k in kernels.items():
+            stalled = sum(n for r, n in k["reasons"].items() if r not in ("selected", "not_selected"))
+            if name not in td or stalled < 2000:
+                continue
+            t = {c[len("stall_"):]: v for c, v in td[name].items() if c.startswith("stall_") and isinstance(v, float)}
+            total = sum(t.values())
+            if total <= 0:
+                continue
+            worst = max(((abs(k["stalls"].get(r, 0.0) - t.get(r, 0.0) / total), r) for r in set(t) | set(k["stalls"])),
+                        default=(0.0, "-"))
+            print(f"{name}: stall shares vs TopDown level 3: largest difference {worst[0]:.3f} ({worst[1]}); "
+                  f"{stalled} stalled samples")
+            if worst[0] > 0.05:
+                failures.append(f"{name}: {worst[1]} share {k['stalls'].get(worst[1], 0):.3f} by PC sampling, "
+                                f"{t.get(worst[1], 0) / total:.3f} by TopDown")
+    for f in failures:
+        print("FAIL:", f)
+    print("files in", out)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""tools/archbench_pcsample.py on recorded sample buffers (tests/data/pcsample): attribution of PC
+samples to kernels, lines and instructions, and seed 003's metrics (stall shares, latency
+coverage, warp efficiency), host only."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
+from archbench import pcsample  # noqa: E402
+
+TOOL = os.path.join(HERE, "..", "..", "tools", "archbench_pcsample.py")
+DATA = os.path.join(HERE, "..", "data", "pcsample")
+RAW, SASS = os.path.join(DATA, "raw.jsonl"), os.path.join(DATA, "raw.sass.jsonl")
+
+
+class Arithmetic(unittest.TestCase):
+    def test_stall_shares_leave_out_issued_samples(self):
+        s = pcsample.stall_shares({"selected": 40, "not_selected": 5, "long_scoreboard": 100, "wait": 15,
+                                   "math_pipe_throttle": 10})
+        self.assertEqual(list(s), ["long_scoreboard", "wait", "math_pipe_throttle"])
+        self.assertAlmostEqual(s["long_scoreboard"], 0.8)
+        self.assertAlmostEqual(sum(s.values()), 1.0)
+        self.assertEqual(pcsample.stall_shares({"selected": 3}), {})
+
+    def test_latency_seed_003(self):
+        # LAT 170, C 40 (issued), U 130: 1 + U/C = 4.25 warps needed; 2 held cover (2-1)*40 of U.
+        lat = pcsample.latency({"selected": 40, "not_selected": 5, "long_scoreboard": 100, "wait": 15,
+                                "math_pipe_throttle": 10}, warps=2.0)
+        self.assertEqual((lat["lat"], lat["covered_issue"], lat["u"]), (170, 40, 130))
+        self.assertAlmostEqual(lat["warps_needed"], 4.25)
+        self.assertAlmostEqual(lat["covered"], 40)
+        self.assertAlmostEqual(lat["uncovered"], 90)
+        self.assertAlmostEqual(lat["issue_utilization"], 2 / 4.25)
+        self.assertEqual(set(lat["latency_bound"]), {"long_scoreboard", "wait"})  # throttles are throughput
+        self.assertAlmostEqual(lat["latency_bound"]["long_scoreboard"]["share"], 100 / 170)
+        self.assertAlmostEqual(lat["latency_bound"]["long_scoreboard"]["uncovered_share"], 100 / 170 * 90 / 130)
+        # Enough warps: everything covered; no issue at all: nothing to divide by.
+        self.assertEqual(pcsample.latency({"selected": 10, "wait": 30}, warps=16)["uncovered"], 0)
+        self.assertIsNone(pcsample.latency({"long_scoreboard": 7})["warps_needed"])
+
+    def test_warp_efficiency_and_scalar_loss(self):
+        m = pcsample.sass_metrics([(100, 3200), (100, 3200), (50, 50)])
+        self.assertEqual((m["inst_executed"], m["act"], m["tot"], m["wast"]), (250, 6450, 8000, 1550))
+        self.assertAlmostEqual(m["warp_efficiency"], 6450 / 8000)
+        self.assertEqual(m["scalar_loss"], 31 * 50)  # the one-lane instruction's 31 idle lanes
+        self.assertIsNone(pcsample.sass_metrics([])["warp_efficiency"])
+
+    def test_reason_names(self):
+        self.assertEqual(pcsample.reason("smsp__pcsamp_warps_issue_stalled_no_instructions"), "no_instruction")
+        self.assertEqual(pcsample.reason("smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued"), "")
+        self.assertEqual(pcsample.reason("smsp__pcsamp_sample_count"), "")
+
+    def test_disassembly(self):
+        text = ("\t.text._Z9hot_chasePKiPfi:\n"
+                "        /*0000*/                   LDC R1, c[0x0][0x28] ;\n"
+                "        /*0010*/                   LDG.E R2, desc[UR4][R2.64] ;   /* 0x... */\n"
+                "\t.text._Z5lanesILi4EEvPfi:\n        /*0000*/                   EXIT ;\n")
+        d = pcsample.parse_disassembly(text)
+        self.assertEqual(d["_Z9hot_chasePKiPfi"][0x10], "LDG.E R2, desc[UR4][R2.64]")
+        self.assertEqual(d["_Z5lanesILi4EEvPfi"], {0: "EXIT"})
+
+
+class Attribution(unittest.TestCase):
+    def kernels(self):
+        return {k["kernel"]: k for k in pcsample.analyse(pcsample.load(RAW), pcsample.load(SASS))}
+
+    def test_kernels_lines_pcs(self):
+        ks = self.kernels()
+        a = ks["hot_chase(int const*, float*, int)"]
+        self.assertEqual(a["samples"], 170)  # the *_not_issued variant is not counted twice
+        self.assertAlmostEqual(a["time_share"], 170 / 195)
+        self.assertAlmostEqual(a["stalls"]["long_scoreboard"], 0.8)
+        self.assertEqual(a["launches"], 3)
+        top = a["lines"][0]
+        self.assertEqual((top["file"], top["line"], top["samples"]), ("planted_src.cu", 20, 115))  # two PCs, two drains
+        self.assertEqual(list(top["stalls"]), ["long_scoreboard"])
+        pc10 = next(p for p in a["pcs"] if p["pc"] == 0x10)
+        self.assertEqual(pc10["reasons"], {"long_scoreboard": 80, "selected": 10, "not_selected": 5})
+        self.assertAlmostEqual(a["sass"]["warp_efficiency"], 6450 / 8000)
+        self.assertAlmostEqual(a["latency"]["warps_needed"], 4.25)
+        b = ks["void lanes<4>(float*, int)"]
+        self.assertEqual(b["stalls"], {"no_instruction": 1.0})
+        self.assertEqual(b["sass"]["inst_executed"], 1010)  # an instruction never sampled still counts
+        self.assertEqual(next(l for l in b["lines"] if l["line"] == 40)["sass"]["warp_efficiency"], 0.25)
+
+    def test_command_writes_text_json_and_html(self):
+        d = tempfile.mkdtemp()
+        j, h = os.path.join(d, "out.json"), os.path.join(d, "out.html")
+        p = subprocess.run([sys.executable, TOOL, "--report", RAW, "--sass-report", SASS, "--source-dir", DATA,
+                            "--json", j, "--html", h], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("p = next[p];  // the planted chase", p.stdout)  # the source beside its line
+        self.assertLess(p.stdout.index("hot_chase"), p.stdout.index("lanes<4>"))
+        doc = json.load(open(j))
+        self.assertEqual(doc["context"]["period_log2"], 12)
+        self.assertEqual(doc["kernels"][0]["lines"][0]["source"], "p = next[p];  // the planted chase")
+        page = open(h).read()
+        self.assertIn("the planted chase", page)
+        self.assertNotIn("<script", page)
+        self.assertNotIn("http", page.replace("http-equiv", ""))
+
+    def test_bad_input(self):
+        d = tempfile.mkdtemp()
+        bad = os.path.join(d, "bad.jsonl")
+        with open(bad, "w") as f:
+            f.write('{"type": "process", "pid": 1}\n{"type": "pc", "name": "k", "pc": 1, "stalls": {"x": -1}}\n')
+        p = subprocess.run([sys.executable, TOOL, "--report", bad], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("bad.jsonl:2", p.stderr)
+        with open(bad, "w") as f:
+            f.write('{"type": "kernel"}\n')
+        self.assertEqual(subprocess.run([sys.executable, TOOL, "--report", bad], capture_output=True).returncode, 2)
+        p = subprocess.run([sys.executable, TOOL, "--period", "3", "--report", RAW], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,475 @@
+"""Where a CUDA program's kernels stall, line by line (seed 003 section V, on NVIDIA): any unmodified
+program under CUPTI's PC sampling, each sample a warp's instruction and stall reason, attributed to
+the kernel, its SASS instruction and its source line (-lineinfo), with seed 003's kernel metrics.
+
+  archbench_pcsample.py [options] -- PROGRAM [ARGS...]   run PROGRAM under libarchbench_pcsampling.so
+  archbench_pcsample.py [options] --report RAW.jsonl [--sass-report RAW.jsonl]   analyse earlier runs
+
+The program runs natively (wall time), then with PC sampling in continuous mode (kernels run
+concurrently, as without it; the overhead is the ratio of the two wall times), then, unless
+--no-sass, once more with CUPTI's SASS metrics (instrumented: executed warp- and
+thread-instructions of every instruction; not part of the overhead figure).
+
+Per kernel, line and instruction:
+  stalls         each stall reason's share of the stalled samples (selected and not_selected are
+                 not stalls; the same shares as TopDown level 3, tools/archbench_topdown.py)
+  latency        seed 003's LAT = every sample (warp-time at the code), C = the samples that
+                 issued (selected: about one cycle an instruction), U = LAT - C; warps a scheduler
+                 needs to cover it, 1 + U/C, against the warps it holds (occupancy of the launches);
+                 with W warps, min(U, (W-1) C) of each U is covered, the rest uncovered, and each
+                 latency-bound reason's share of the samples and its uncovered part
+  sass           executed instructions (warp-level), warp efficiency ACT/TOT (ACT: active
+                 thread-instructions, TOT: 32 lanes per instruction, WAST = TOT - ACT), and scalar
+                 loss (the lanes lost by instructions that ran with one active lane)
+
+Output: the text report (hottest kernels, then their hottest lines with stall reasons and the source
+text where the file is readable), --json (per kernel totals, lines and PCs), --html (a kernel's
+source and SASS annotated with samples, self-contained). Exit status: the program's own under
+sampling (2 for a bad option or a malformed file).
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from . import cli
+from .cli import InputError
+from .trace import find_lib as find_tracer_lib
+
+TOOL = "archbench_pcsample"
+PREFIX = "smsp__pcsamp_warps_issue_stalled_"
+NOT_STALLS = ("selected", "not_selected")
+# A warp waits for something to finish (latency) or for a unit to take its instruction (throughput).
+LATENCY_BOUND = ("long_scoreboard", "short_scoreboard", "wait", "barrier", "membar", "branch_resolving",
+                 "no_instruction", "imc_miss", "drain", "sleeping", "gmma")
+RENAMES = {"no_instructions": "no_instruction"}  # PC sampling's name -> the counter's (TopDown)
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tools/
+
+
+class BadFile(InputError):
+    """A raw file that is not the injection's records."""
+
+
+def reason(name):
+    """TopDown's name of a PC sampling stall reason ("" for a variant not counted: *_not_issued)."""
+    if not name.startswith(PREFIX) or name.endswith("_not_issued"):
+        return ""
+    r = name[len(PREFIX):]
+    return RENAMES.get(r, r)
+
+
+def load(path):
+    """The raw records by type; a malformed line is an error naming the file and line."""
+    recs = {"process": [], "config": [], "module": [], "pc": [], "sass": [], "drain": [], "launch": [], "end": [],
+            "error": []}
+    for no, line in enumerate(cli.read_lines(path), 1):
+        if not line.strip():
+            continue
+        try:
+            r = json.loads(line)
+            recs.setdefault(r["type"], []).append(r)
+            if r["type"] == "pc":
+                r["name"], int(r["pc"]), int(r.get("line", 0))
+                if not all(isinstance(v, int) and v >= 0 for v in dict(r["stalls"]).values()):
+                    raise ValueError("stall counts must be counts")
+            elif r["type"] == "sass":
+                r["name"], int(r["pc"]), int(r.get("smsp__sass_inst_executed", 0))
+            elif r["type"] == "launch":
+                r["name"], int(r["launches"]), float(r["warps_per_scheduler"])
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise BadFile(f"{path}:{no}: not a PC sampling record ({e})")
+    if not recs["process"]:
+        raise BadFile(f"{path}: no process record: not written by libarchbench_pcsampling.so")
+    return recs
+
+
+# ---------------------------------------------------------------- the arithmetic (host-only, tested)
+
+def add(into, counts):
+    for k, v in counts.items():
+        into[k] = into.get(k, 0) + v
+
+
+def stall_shares(counts):
+    """Each stall reason's share of the stalled samples (selected, not_selected left out)."""
+    stalled = {r: n for r, n in counts.items() if r not in NOT_STALLS}
+    total = sum(stalled.values())
+    return {r: n / total for r, n in sorted(stalled.items(), key=lambda x: -x[1])} if total else {}
+
+
+def latency(counts, warps=None):
+    """Seed 003's latency analysis from a bag of samples by reason: LAT, C, U, the warps needed
+    1 + U/C, and with `warps` per scheduler available, covered and uncovered latency."""
+    lat = sum(counts.values())
+    c = counts.get("selected", 0)
+    u = lat - c
+    out = {"lat": lat, "covered_issue": c, "u": u, "warps_needed": (1 + u / c) if c else None}
+    if warps is not None and lat:
+        covered = min(u, max(0.0, warps - 1) * c)
+        out.update({"warps_available": warps, "covered": covered, "uncovered": u - covered,
+                    "uncovered_share": (u - covered) / u if u else 0.0,
+                    "issue_utilization": min(1.0, warps / out["warps_needed"]) if c else 0.0})
+        out["latency_bound"] = {r: {"share": counts[r] / lat, "uncovered_share": counts[r] / lat * out["uncovered_share"]}
+                                for r in LATENCY_BOUND if counts.get(r)}
+    return out
+
+
+def sass_metrics(pcs):
+    """Executed instructions and warp efficiency (seed 003's ACT, WAST, TOT, scalar loss) from
+    per-instruction (warp-instructions, thread-instructions) pairs."""
+    inst = sum(i for i, _ in pcs)
+    act = sum(t for _, t in pcs)
+    tot = 32 * inst
+    scalar = sum(32 * i - t for i, t in pcs if i and t <= i)
+    return {"inst_executed": inst, "act": act, "tot": tot, "wast": tot - act,
+            "warp_efficiency": act / tot if tot else None, "scalar_loss": scalar}
+
+
+def analyse(recs, sass_recs=None):
+    """Per kernel: samples, stall shares, latency, SASS metrics, and the same per line and PC."""
+    kernels = {}
+
+    def kernel(name):
+        return kernels.setdefault(name, {"kernel": name, "function": "", "samples": 0, "counts": {}, "pcs": {},
+                                         "launches": 0, "warps": []})
+
+    for r in recs["pc"]:
+        counts = {}
+        for k, v in r["stalls"].items():
+            n = reason(k)
+            if n:
+                counts[n] = counts.get(n, 0) + v
+        k = kernel(r["name"])
+        k["function"] = r.get("function", "")
+        pc = k["pcs"].setdefault(int(r["pc"]), {"pc": int(r["pc"]), "file": r.get("file", ""), "dir": r.get("dir", ""),
+                                                "line": int(r.get("line", 0)), "counts": {}})
+        add(pc["counts"], counts)
+        add(k["counts"], counts)
+    for r in (sass_recs or {}).get("sass", []):
+        k = kernel(r["name"])
+        k["function"] = k["function"] or r.get("function", "")
+        pc = k["pcs"].setdefault(int(r["pc"]), {"pc": int(r["pc"]), "file": r.get("file", ""), "dir": r.get("dir", ""),
+                                                "line": int(r.get("line", 0)), "counts": {}})
+        pc["inst"] = pc.get("inst", 0) + int(r.get("smsp__sass_inst_executed", 0))
+        pc["thread_inst"] = pc.get("thread_inst", 0) + int(r.get("smsp__sass_thread_inst_executed", 0))
+    for r in recs["launch"]:
+        if r["name"] in kernels:
+            k = kernels[r["name"]]
+            k["launches"] += int(r["launches"])
+            k["warps"].append((int(r["launches"]), float(r["warps_per_scheduler"])))
+    total = sum(sum(k["counts"].values()) for k in kernels.values())
+    out = []
+    for k in kernels.values():
+        n = sum(k["counts"].values())
+        w = sum(l * x for l, x in k["warps"]) / sum(l for l, _ in k["warps"]) if k["warps"] and sum(
+            l for l, _ in k["warps"]) else None
+        lines = {}
+        for pc in k["pcs"].values():
+            ln = lines.setdefault((pc["file"], pc["line"]), {"file": pc["file"], "dir": pc["dir"], "line": pc["line"],
+                                                             "counts": {}, "sass": []})
+            add(ln["counts"], pc["counts"])
+            if "inst" in pc:
+                ln["sass"].append((pc["inst"], pc["thread_inst"]))
+        has_sass = any("inst" in pc for pc in k["pcs"].values())
+
+        def view(x, sass):
+            s = sum(x["counts"].values())
+            v = {"samples": s, "share": s / n if n else 0.0, "stalls": stall_shares(x["counts"]),
+                 "reasons": dict(sorted(x["counts"].items(), key=lambda c: -c[1])), "latency": latency(x["counts"], w)}
+            if has_sass:
+                v["sass"] = sass_metrics(sass)
+            return v
+
+        pcs = [dict({"pc": pc["pc"], "file": pc["file"], "line": pc["line"]},
+                    **view(pc, [(pc["inst"], pc["thread_inst"])] if "inst" in pc else []))
+               for pc in sorted(k["pcs"].values(), key=lambda p: p["pc"])]
+        line_views = [dict({"file": l["file"], "dir": l["dir"], "line": l["line"]}, **view(l, l["sass"]))
+                      for l in lines.values()]
+        line_views.sort(key=lambda l: (-l["samples"], -(l.get("sass", {}).get("inst_executed") or 0)))
+        all_sass = [(p["inst"], p["thread_inst"]) for p in k["pcs"].values() if "inst" in p]
+        out.append(dict({"kernel": k["kernel"], "function": k["function"], "launches": k["launches"],
+                         "time_share": n / total if total else 0.0},
+                        **view(k, all_sass), lines=line_views, pcs=pcs))
+    out.sort(key=lambda k: (-k["samples"], -(k.get("sass", {}).get("inst_executed") or 0)))
+    return out
+
+
+# ---------------------------------------------------------------- source and SASS text
+
+class Sources:
+    """Source lines by (file, dir), looked for where the line table says, then in --source-dir
+    folders, the current folder and archbench's own kernels/cuda (NVRTC names its files bare)."""
+
+    def __init__(self, dirs=()):
+        self.dirs = list(dirs) + [os.getcwd(), os.path.join(HERE, "..", "kernels", "cuda")]
+        self.cache = {}
+
+    def line(self, file, folder, no):
+        key = (file, folder)
+        if key not in self.cache:
+            self.cache[key] = None
+            cands = [os.path.join(folder, file) if folder else file, file] + [
+                os.path.join(d, os.path.basename(file)) for d in self.dirs]
+            for c in cands:
+                try:
+                    with open(c, encoding="utf-8", errors="replace") as f:
+                        self.cache[key] = f.read().splitlines()
+                    break
+                except OSError:
+                    continue
+        lines = self.cache[key]
+        return lines[no - 1].strip() if lines and 0 < no <= len(lines) else None
+
+
+def disassemble(cubin):
+    """{function: {pc offset: instruction}} from nvdisasm, or {} where it is not found or fails."""
+    tool = shutil.which("nvdisasm") or ("/usr/local/cuda/bin/nvdisasm" if os.path.exists("/usr/local/cuda/bin/nvdisasm")
+                                         else None)
+    if not tool or not cubin or not os.path.exists(cubin):
+        return {}
+    try:
+        p = subprocess.run([tool, "-c", cubin], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    return parse_disassembly(p.stdout) if p.returncode == 0 else {}
+
+
+def parse_disassembly(text):
+    out, fn = {}, None
+    for line in text.splitlines():
+        m = re.match(r"\s*\.text\.([^:\s]+):", line)
+        if m:
+            fn = out.setdefault(m.group(1), {})
+            continue
+        m = re.search(r"/\*([0-9a-fA-F]{4,})\*/\s+(.*?)\s*;", line)
+        if m and fn is not None:
+            fn[int(m.group(1), 16)] = m.group(2).strip()
+    return out
+
+
+def annotate(kernels, recs, sources, sass=True):
+    """Adds the source text to every line and PC, and the SASS text to every PC (nvdisasm)."""
+    code = {}
+    if sass:
+        for m in recs["module"]:
+            for fn, ins in disassemble(m.get("cubin")).items():
+                code.setdefault(fn, {}).update(ins)
+    for k in kernels:
+        for l in k["lines"]:
+            l["source"] = sources.line(l["file"], l.get("dir", ""), l["line"]) if l["file"] else None
+        ins = code.get(k["function"], {})
+        for p in k["pcs"]:
+            p["sass_text"] = ins.get(p["pc"])
+        for pc, text in ins.items():  # instructions never sampled still belong in the listing
+            if not any(p["pc"] == pc for p in k["pcs"]):
+                k["pcs"].append({"pc": pc, "file": "", "line": 0, "samples": 0, "share": 0.0, "stalls": {},
+                                 "reasons": {}, "sass_text": text})
+        k["pcs"].sort(key=lambda p: p["pc"])
+
+
+# ---------------------------------------------------------------- views
+
+def short(name, width=60):
+    return name if len(name) <= width else name[:width - 3] + "..."
+
+
+def top_reasons(stalls, n=3):
+    return ", ".join(f"{r} {100 * s:.0f}%" for r, s in list(stalls.items())[:n]) or "-"
+
+
+def text_report(kernels, context, top=5, lines=8):
+    out = []
+    if "period_log2" in context:
+        out.append(f"PC sampling: {context.get('total_samples', 0)} samples, {context.get('dropped_samples', 0)} dropped; "
+                   f"period 2^{context['period_log2']} cycles, continuous collection; {context.get('device', '')}")
+    head = f"{'kernel':<60} {'samples':>9} {'share':>6} {'warps need/have':>15} {'warp eff':>8} {'inst':>10}  top stalls"
+    out += ["", "Kernels, hottest first:", head, "-" * len(head)]
+    for k in kernels:
+        lat, sass = k["latency"], k.get("sass", {})
+        need = f"{lat['warps_needed']:.1f}" if lat.get("warps_needed") else "-"
+        have = f"{lat['warps_available']:.1f}" if lat.get("warps_available") is not None else "-"
+        eff = f"{sass['warp_efficiency']:.3f}" if sass.get("warp_efficiency") is not None else "-"
+        inst = f"{sass['inst_executed']:.3g}" if sass else "-"
+        out.append(f"{short(k['kernel']):<60} {k['samples']:>9} {100 * k['time_share']:>5.1f}% {need + '/' + have:>15} "
+                   f"{eff:>8} {inst:>10}  {top_reasons(k['stalls'])}")
+    for k in kernels[:top]:
+        if not k["samples"] and not k.get("sass"):
+            continue
+        out += ["", f"{k['kernel']}: hottest lines"]
+        for l in k["lines"][:lines]:
+            where = f"{os.path.basename(l['file']) or '?'}:{l['line']}"
+            eff = l.get("sass", {}).get("warp_efficiency")
+            src = l.get("source")
+            out.append(f"  {where:<24} {100 * l['share']:>5.1f}%  {top_reasons(l['stalls']):<48} "
+                       f"{'eff ' + format(eff, '.2f') if eff is not None else '':<9} {('| ' + src) if src else ''}")
+    if "overhead" in context:
+        out += ["", f"wall time: native {context['native_s']:.3f} s, sampled {context['sampled_s']:.3f} s, "
+                    f"overhead {context['overhead']:.2f}x" +
+                (f"; SASS metrics run {context['sass_s']:.3f} s" if "sass_s" in context else "")]
+    return "\n".join(out)
+
+
+def html_report(kernels, context, top=5):
+    """A self-contained page: per kernel its summary, annotated source lines and SASS."""
+    try:
+        from .report import CSS
+    except Exception:  # noqa: BLE001  (the page keeps its tables without the report's style)
+        CSS = "body{font-family:sans-serif}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px}"
+    e = cli.html
+    css = CSS + "\n.bar{display:inline-block;height:9px;background:#c33;vertical-align:middle}pre{margin:0}" \
+                "td.src{font-family:monospace;white-space:pre}"
+    body = [f"<h1>Where kernels stall: {e(context.get('command', ''))}</h1>",
+            f"<p class=note>{e(context.get('device', ''))}; {context.get('total_samples', 0)} samples, period "
+            f"2^{e(context.get('period_log2', '?'))} cycles; overhead {e(format(context['overhead'], '.2f') + 'x' if 'overhead' in context else 'not measured')}</p>",
+            "<table><tr><th>kernel</th><th>samples</th><th>share</th><th>top stalls</th><th>warps needed</th>"
+            "<th>warps held</th><th>warp efficiency</th><th>instructions</th></tr>"]
+    for k in kernels:
+        lat, sass = k["latency"], k.get("sass", {})
+        body.append(f"<tr><td>{e(short(k['kernel'], 90))}</td><td class=n>{k['samples']}</td>"
+                    f"<td class=n>{100 * k['time_share']:.1f}%</td><td>{e(top_reasons(k['stalls']))}</td>"
+                    f"<td class=n>{e(format(lat['warps_needed'], '.1f') if lat.get('warps_needed') else '-')}</td>"
+                    f"<td class=n>{e(format(lat['warps_available'], '.1f') if lat.get('warps_available') is not None else '-')}</td>"
+                    f"<td class=n>{e(format(sass['warp_efficiency'], '.3f') if sass.get('warp_efficiency') is not None else '-')}</td>"
+                    f"<td class=n>{e(format(sass['inst_executed'], '.3g') if sass else '-')}</td></tr>")
+    body.append("</table>")
+    for i, k in enumerate(kernels[:top]):
+        body.append(f"<section class=chart><h2 id=k{i}>{e(short(k['kernel'], 120))}</h2>")
+        lat = k["latency"]
+        if lat.get("latency_bound"):
+            body.append("<p class=note>latency-bound reasons (share of samples / uncovered): " + e(", ".join(
+                f"{r} {100 * v['share']:.1f}%/{100 * v['uncovered_share']:.1f}%" for r, v in lat["latency_bound"].items())) + "</p>")
+        body.append("<h3>Source lines</h3><table><tr><th>file:line</th><th>samples</th><th>stalls</th>"
+                    "<th>warp eff.</th><th>source</th></tr>")
+        for l in sorted(k["lines"], key=lambda l: (l["file"], l["line"])):
+            eff = l.get("sass", {}).get("warp_efficiency")
+            body.append(f"<tr><td>{e(os.path.basename(l['file']) or '?')}:{l['line']}</td>"
+                        f"<td class=n><span class=bar style='width:{int(60 * l['share'])}px'></span> {100 * l['share']:.1f}%</td>"
+                        f"<td>{e(top_reasons(l['stalls']))}</td><td class=n>{e(format(eff, '.2f') if eff is not None else '')}</td>"
+                        f"<td class=src>{e(l.get('source') or '')}</td></tr>")
+        body.append("</table><h3>SASS</h3><table><tr><th>offset</th><th>line</th><th>samples</th><th>stalls</th>"
+                    "<th>executed</th><th>warp eff.</th><th>instruction</th></tr>")
+        for p in k["pcs"]:
+            s = p.get("sass", {})
+            body.append(f"<tr><td class=n>{p['pc']:#06x}</td><td class=n>{p['line'] or ''}</td>"
+                        f"<td class=n><span class=bar style='width:{int(60 * p['share'])}px'></span> {p['samples']}</td>"
+                        f"<td>{e(top_reasons(p['stalls']))}</td><td class=n>{e(s.get('inst_executed', ''))}</td>"
+                        f"<td class=n>{e(format(s['warp_efficiency'], '.2f') if s.get('warp_efficiency') is not None else '')}</td>"
+                        f"<td class=src>{e(p.get('sass_text') or '')}</td></tr>")
+        body.append("</table></section>")
+    return ("<!DOCTYPE html><html><head><meta charset=utf-8><title>archbench PC sampling</title>"
+            f"<style>{css}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+# ---------------------------------------------------------------- running a program
+
+def find_lib(given):
+    for c in (given, os.environ.get("ARCHBENCH_PCSAMPLE_LIB")):
+        if c and os.path.isfile(c):
+            return os.path.abspath(c)
+    found = find_tracer_lib("libarchbench_pcsampling.so", None, env=None)
+    if found:
+        return found
+    raise InputError("libarchbench_pcsampling.so not found (build the target archbench_pcsampling, "
+                     "or pass --lib / set ARCHBENCH_PCSAMPLE_LIB)")
+
+
+def timed(cmd, env):
+    start = time.monotonic()
+    try:
+        rc = subprocess.call(cmd, env=env)
+    except FileNotFoundError:
+        raise InputError(f"no such program: {cmd[0]}")
+    return rc, time.monotonic() - start
+
+
+def context_of(recs, context):
+    for p in recs["config"][:1]:
+        context.update({"device": p.get("device_name", ""), "period_log2": p.get("period_log2"),
+                        "max_warps_per_scheduler": p.get("max_warps_per_scheduler")})
+    for e in recs["end"][:1]:
+        context.update({k: e.get(k) for k in ("total_samples", "dropped_samples", "non_user_samples",
+                                               "hardware_buffer_full", "drains")})
+    for e in recs["error"]:
+        print(f"{TOOL}: {e.get('reason')}", file=sys.stderr)
+    return context
+
+
+def main(argv=None):
+    return cli.run(TOOL, run, argv)
+
+
+def run(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--period", type=int, default=0, metavar="LOG2",
+                    help="sampling period, 2^LOG2 cycles (5..31); default 0: CUPTI's own for the GPU")
+    ap.add_argument("--no-sass", action="store_true", help="skip the SASS metrics run (instructions, warp efficiency)")
+    ap.add_argument("--no-native", action="store_true", help="skip the native run (no overhead figure)")
+    ap.add_argument("--top", type=int, default=5, help="kernels shown line by line (default 5)")
+    ap.add_argument("--lines", type=int, default=8, help="lines shown per kernel (default 8)")
+    ap.add_argument("--source-dir", action="append", default=[], help="a folder to look for source files in")
+    ap.add_argument("--json", help="write the analysis as JSON here")
+    ap.add_argument("--html", help="write the annotated source and SASS page here")
+    ap.add_argument("--raw", help="keep the sampling run's raw records here (SASS run: RAW.sass.jsonl)")
+    ap.add_argument("--lib", help="path of libarchbench_pcsampling.so")
+    ap.add_argument("--report", help="analyse this raw file instead of running a program")
+    ap.add_argument("--sass-report", help="with --report: the SASS metrics run's raw file")
+    ap.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
+    a = ap.parse_args(argv)
+    cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
+    if bool(cmd) == bool(a.report):
+        ap.error("give either -- PROGRAM [ARGS...] or --report RAW.jsonl")
+    if a.period and not 5 <= a.period <= 31:
+        ap.error("--period takes 5..31 (log2 of cycles)")
+    context = {"period_asked": a.period}
+    rc = 0
+    raw, sass_raw = a.report, a.sass_report
+    if cmd:
+        lib = find_lib(a.lib)
+        if shutil.which(cmd[0]) is None and not os.path.isfile(cmd[0]):
+            raise InputError(f"no such program: {cmd[0]}")
+        raw = a.raw or os.path.join(tempfile.mkdtemp(prefix="archbench-pcsample-"), "raw.jsonl")
+        context["command"] = " ".join(cmd)
+        if not a.no_native:
+            native_rc, context["native_s"] = timed(cmd, dict(os.environ))
+            if native_rc != 0:
+                print(f"{TOOL}: the program exited with {native_rc} natively", file=sys.stderr)
+        from .topdown import cupti_env
+        env = cupti_env(dict(os.environ))
+        env.update({"CUDA_INJECTION64_PATH": lib, "ARCHBENCH_PCSAMPLE_OUT": raw, "ARCHBENCH_PCSAMPLE_MODE": "pc",
+                    "ARCHBENCH_PCSAMPLE_PERIOD": str(a.period)})
+        rc, context["sampled_s"] = timed(cmd, env)
+        if context.get("native_s"):
+            context["overhead"] = context["sampled_s"] / context["native_s"]
+        if rc != 0:
+            print(f"{TOOL}: the program exited with {rc} under sampling", file=sys.stderr)
+        if not a.no_sass:
+            sass_raw = raw[:-len(".jsonl")] + ".sass.jsonl" if raw.endswith(".jsonl") else raw + ".sass"
+            env.update({"ARCHBENCH_PCSAMPLE_OUT": sass_raw, "ARCHBENCH_PCSAMPLE_MODE": "sass"})
+            sass_rc, context["sass_s"] = timed(cmd, env)
+            if sass_rc != 0:
+                print(f"{TOOL}: the program exited with {sass_rc} under SASS metrics", file=sys.stderr)
+        context["raw"] = raw
+        if not os.path.exists(raw):  # the injection never started: no CUDA, or no driver
+            print(f"{TOOL}: no records: the program started no CUDA context under sampling", file=sys.stderr)
+            return rc or cli.EXIT_BAD_INPUT
+    recs = load(raw)
+    for p in recs["process"][:1]:
+        context["date"] = p.get("date", "")
+        context.setdefault("command", p.get("command", ""))
+    context_of(recs, context)
+    sass_recs = load(sass_raw) if sass_raw and os.path.exists(sass_raw) else None
+    kernels = analyse(recs, sass_recs)
+    annotate(kernels, recs, Sources(a.source_dir), sass=bool(a.html))
+    print(text_report(kernels, context, a.top, a.lines))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"context": context, "kernels": kernels}, f, indent=1)
+    if a.html:
+        with open(a.html, "w", encoding="utf-8") as f:
+            f.write(html_report(kernels, context, a.top))
+    return rc
