@@ -18,9 +18,7 @@ bad input).
 import argparse
 import json
 import os
-import shutil
 import sys
-import tempfile
 
 from . import cli, roofline as rl, topdown, traffic
 from .charts import si
@@ -120,43 +118,11 @@ def run(argv):
                     help="charts at STEM-dram, STEM-l1, STEM-hierarchical (.svg and .png)")
     ap.add_argument("--json", metavar="FILE", help="write the kernels' placements as JSON here")
     ap.add_argument("--title", help="chart title")
-    ap.add_argument("--kernel", help="profile only kernels whose name matches this regex")
-    ap.add_argument("--sample", type=int, default=2, metavar="N", help="profile the first N launches of each kernel "
-                    "and launch shape (default 2; 0: every launch)")
-    ap.add_argument("--max-launches", type=int, default=8, metavar="N", help="at most N profiled a kernel (default 8)")
-    ap.add_argument("--raw", help="keep the injection's raw records here")
-    ap.add_argument("--no-native", action="store_true", help="skip the native run (no overhead figure)")
-    ap.add_argument("--lib", help="path of libarchbench_topdown.so")
-    ap.add_argument("--report", help="place the kernels of this raw file instead of running a program")
-    ap.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
-    a = ap.parse_args(argv)
-    cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
-    if bool(cmd) == bool(a.report):
-        ap.error("give either -- PROGRAM [ARGS...] or --report RAW.jsonl")
-    if a.sample < 0 or a.max_launches < 0:
-        ap.error("--sample and --max-launches take a count >= 0")
-    context, notes, rc = {"sample": a.sample, "max_launches": a.max_launches}, [], 0
-    raw = a.report
-    if cmd:
-        lib = topdown.find_lib(a.lib)
-        if shutil.which(cmd[0]) is None and not os.path.isfile(cmd[0]):
-            raise InputError(f"no such program: {cmd[0]}")
-        raw = a.raw or os.path.join(tempfile.mkdtemp(prefix="archbench-roofline-"), "raw.jsonl")
-        context["command"] = " ".join(cmd)
-        if not a.no_native:
-            native_rc, context["native_s"] = topdown.timed(cmd, dict(os.environ))
-            if native_rc:
-                print(f"archbench_roofline: the program exited with {native_rc} natively", file=sys.stderr)
-        env = topdown.cupti_env(dict(os.environ))
-        env.update({"CUDA_INJECTION64_PATH": lib, "ARCHBENCH_TOPDOWN_OUT": raw, "ARCHBENCH_TOPDOWN_METRICS": "traffic",
-                    "ARCHBENCH_TOPDOWN_KERNEL": a.kernel or "", "ARCHBENCH_TOPDOWN_MAX": str(a.max_launches),
-                    "ARCHBENCH_TOPDOWN_SAMPLE": str(a.sample)})
-        rc, context["profiled_s"] = topdown.timed(cmd, env)
-        if context.get("native_s"):
-            context["overhead"] = context["profiled_s"] / context["native_s"]
-        if rc:
-            print(f"archbench_roofline: the program exited with {rc} under profiling", file=sys.stderr)
-        context["raw"] = raw
+    topdown.injection_options(ap)
+    a, cmd = topdown.parse_injection(ap, argv)
+    context, notes = {"sample": a.sample, "max_launches": a.max_launches}, []
+    rc = topdown.profile(a, cmd, context, "archbench_roofline", metric_set="traffic") if cmd else 0
+    raw = context.get("raw", a.report)
     recs = topdown.load(raw)
     prof = (recs["profiler"] or [{}])[0]
     device = prof.get("device_name", "")

@@ -209,9 +209,9 @@ def main(argv=None):
     return cli.run("archbench_topdown", run, argv)
 
 
-def run(argv):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--level", type=int, choices=[1, 2, 3], default=1, help="TopDown level shown (default 1)")
+def injection_options(ap):
+    """The options of a command that runs a program under the injection (this one, and
+    archbench_roofline.py --program): filter, sampling, raw file, library, and the program."""
     ap.add_argument("--kernel", help="profile only kernels whose name (demangled or mangled) matches this regex")
     ap.add_argument("--sample", type=int, default=2, metavar="N",
                     help="profile the first N launches of each kernel and launch shape; the others run "
@@ -219,45 +219,62 @@ def run(argv):
     ap.add_argument("--max-launches", type=int, default=8,
                     help="profile at most N launches of each kernel over all its shapes; later ones run natively "
                          "and count by their GPU time (default 8; 0: no limit)")
-    ap.add_argument("--by-invocation", action="store_true", help="also list every launch in order (seed 004 5.3)")
-    ap.add_argument("--json", help="write the analysis as JSON here")
-    ap.add_argument("--csv", help="write the per-kernel table (and with --by-invocation, launches) as CSV here")
     ap.add_argument("--raw", help="keep the injection's raw records here (default: a temporary file)")
     ap.add_argument("--no-native", action="store_true", help="skip the native run (no overhead figure)")
     ap.add_argument("--lib", help="path of libarchbench_topdown.so")
     ap.add_argument("--report", help="analyse this raw file instead of running a program")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
+
+
+def parse_injection(ap, argv):
+    """(options, the program's command line, [] with --report), checked."""
     a = ap.parse_args(argv)
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
     if bool(cmd) == bool(a.report):
         ap.error("give either -- PROGRAM [ARGS...] or --report RAW.jsonl")
-
     if a.sample < 0 or a.max_launches < 0:
         ap.error("--sample and --max-launches take a count >= 0")
+    return a, cmd
+
+
+def profile(a, cmd, context, tool, metric_set=""):
+    """Runs the program natively (wall time; not with --no-native), then under the injection with
+    the options' filter and sampling (and ARCHBENCH_TOPDOWN_METRICS=metric_set); puts the times, the
+    overhead and the raw file's path in context; returns the profiled run's exit status."""
+    lib = find_lib(a.lib)
+    if shutil.which(cmd[0]) is None and not os.path.isfile(cmd[0]):
+        raise InputError(f"no such program: {cmd[0]}")
+    raw = a.raw or os.path.join(tempfile.mkdtemp(prefix="archbench-topdown-"), "raw.jsonl")
+    context["command"] = " ".join(cmd)
+    if not a.no_native:
+        native_rc, native_s = timed(cmd, dict(os.environ))
+        context["native_s"] = native_s
+        if native_rc != 0:
+            print(f"{tool}: the program exited with {native_rc} natively", file=sys.stderr)
+    env = cupti_env(dict(os.environ))
+    env.update({"CUDA_INJECTION64_PATH": lib, "ARCHBENCH_TOPDOWN_OUT": raw,
+                "ARCHBENCH_TOPDOWN_KERNEL": a.kernel or "", "ARCHBENCH_TOPDOWN_MAX": str(a.max_launches),
+                "ARCHBENCH_TOPDOWN_SAMPLE": str(a.sample), "ARCHBENCH_TOPDOWN_METRICS": metric_set})
+    rc, profiled_s = timed(cmd, env)
+    context["profiled_s"] = profiled_s
+    if "native_s" in context and context["native_s"] > 0:
+        context["overhead"] = profiled_s / context["native_s"]
+    context["raw"] = raw
+    if rc != 0:
+        print(f"{tool}: the program exited with {rc} under profiling", file=sys.stderr)
+    return rc
+
+
+def run(argv):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--level", type=int, choices=[1, 2, 3], default=1, help="TopDown level shown (default 1)")
+    ap.add_argument("--by-invocation", action="store_true", help="also list every launch in order (seed 004 5.3)")
+    ap.add_argument("--json", help="write the analysis as JSON here")
+    ap.add_argument("--csv", help="write the per-kernel table (and with --by-invocation, launches) as CSV here")
+    injection_options(ap)
+    a, cmd = parse_injection(ap, argv)
     context = {"level": a.level, "kernel_filter": a.kernel or "", "max_launches": a.max_launches, "sample": a.sample}
-    rc = 0
-    if cmd:
-        lib = find_lib(a.lib)
-        if shutil.which(cmd[0]) is None and not os.path.isfile(cmd[0]):
-            raise InputError(f"no such program: {cmd[0]}")
-        raw = a.raw or os.path.join(tempfile.mkdtemp(prefix="archbench-topdown-"), "raw.jsonl")
-        context["command"] = " ".join(cmd)
-        if not a.no_native:
-            native_rc, native_s = timed(cmd, dict(os.environ))
-            context["native_s"] = native_s
-            if native_rc != 0:
-                print(f"archbench_topdown: the program exited with {native_rc} natively", file=sys.stderr)
-        env = cupti_env(dict(os.environ))
-        env.update({"CUDA_INJECTION64_PATH": lib, "ARCHBENCH_TOPDOWN_OUT": raw,
-                    "ARCHBENCH_TOPDOWN_KERNEL": a.kernel or "", "ARCHBENCH_TOPDOWN_MAX": str(a.max_launches),
-                    "ARCHBENCH_TOPDOWN_SAMPLE": str(a.sample)})
-        rc, profiled_s = timed(cmd, env)
-        context["profiled_s"] = profiled_s
-        if "native_s" in context and context["native_s"] > 0:
-            context["overhead"] = profiled_s / context["native_s"]
-        context["raw"] = raw
-        if rc != 0:
-            print(f"archbench_topdown: the program exited with {rc} under profiling", file=sys.stderr)
+    rc = profile(a, cmd, context, "archbench_topdown") if cmd else 0
     recs = load(a.report or context["raw"])
     for p in recs["process"][:1]:
         context["date"] = p.get("date", "")
