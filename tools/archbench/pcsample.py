@@ -161,7 +161,8 @@ def analyse(recs, sass_recs=None):
         if r["name"] in kernels:
             k = kernels[r["name"]]
             k["launches"] += int(r["launches"])
-            k["warps"].append((int(r["launches"]), float(r["warps_per_scheduler"])))
+            if float(r["warps_per_scheduler"]) >= 0:  # -1: the library could not ask for the occupancy
+                k["warps"].append((int(r["launches"]), float(r["warps_per_scheduler"])))
     total = sum(sum(k["counts"].values()) for k in kernels.values())
     out = []
     for k in kernels.values():

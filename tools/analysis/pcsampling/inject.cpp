@@ -95,7 +95,7 @@ struct State {
     std::string name;
     std::vector<int64_t> grid, block;
     uint64_t launches = 0;
-    double warps_per_scheduler = 0;
+    double warps_per_scheduler = 0;  // -1: unknown (no occupancy query for the function)
   };
   std::map<std::string, Shape> shapes;
   std::map<int, bool> sass_configured;  // device -> configured
@@ -415,9 +415,15 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
     CUdevice dev = 0;
     cuCtxGetDevice(&dev);
     cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
-    if (cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, threads, smem) != CUDA_SUCCESS) blocks = 0;
+    // A context-independent kernel handle (CUkernel, as the runtime may pass) has no occupancy
+    // query of its own: its function in this context has.
+    CUfunction in_ctx = nullptr;
+    if (cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, threads, smem) != CUDA_SUCCESS &&
+        (cuKernelGetFunction(&in_ctx, reinterpret_cast<CUkernel>(f)) != CUDA_SUCCESS ||
+         cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, in_ctx, threads, smem) != CUDA_SUCCESS))
+      blocks = 0;
     const double grid_blocks = double(grid[0] * grid[1] * grid[2]);
-    sh.warps_per_scheduler = std::min(double(blocks), grid_blocks / std::max(sms, 1)) * warps / 4.0;
+    sh.warps_per_scheduler = blocks ? std::min(double(blocks), grid_blocks / std::max(sms, 1)) * warps / 4.0 : -1;
   }
 }
 
