@@ -52,7 +52,7 @@ class Arithmetic(unittest.TestCase):
     def test_reason_names(self):
         self.assertEqual(pcsample.reason("smsp__pcsamp_warps_issue_stalled_no_instructions"), "no_instruction")
         self.assertEqual(pcsample.reason("smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued"), "")
-        self.assertEqual(pcsample.reason("smsp__pcsamp_sample_count"), "")
+        self.assertEqual(pcsample.reason("smsp__pcsamp_warps_issue_stalled_new_reason"), "new_reason")  # shown, not dropped
 
     def test_disassembly(self):
         text = ("\t.text._Z9hot_chasePKiPfi:\n"

@@ -57,9 +57,9 @@ class BadFile(InputError):
 
 def reason(name):
     """TopDown's name of a PC sampling stall reason ("" for a variant not counted: *_not_issued)."""
-    if not name.startswith(PREFIX) or name.endswith("_not_issued"):
+    if name.endswith("_not_issued"):
         return ""
-    r = name[len(PREFIX):]
+    r = name.split("warps_issue_stalled_", 1)[1] if "warps_issue_stalled_" in name else name  # any other: its own row
     return RENAMES.get(r, r)
 
 
