@@ -252,6 +252,26 @@ Shape filling(const Plan& plan, int width, int chains) {
   return {items, local, std::max(1, lane_steps / (chains * width))};
 }
 
+// The peak figures' shape: on a device that says how many work-items a compute unit holds at
+// once (CUDA), one wave of groups, all resident from the start, each item doing more trips.
+// Several waves of equal groups lose up to 9% on the H100 to SMs idle at the wave boundaries
+// (scalar float mad at 4 waves: 60.1 TFLOP/s, ncu: SM active 91% of the elapsed cycles at
+// 3.98 IPC; 1 wave: 65.5). ARCHBENCH_WAVES (default 0.75: 48 of the 64 warps an SM holds, so
+// that kernels of up to 40 registers a thread still fit at once) sets the fill; the launch
+// does twice filling()'s work, about 2 ms of FMAs on an H100.
+Shape peak_shape(const Plan& plan, int width, int chains) {
+  Shape s = filling(plan, width, chains);
+  const DeviceInfo& d = plan.device;
+  if (plan.size == Size::test || d.resident_per_unit == 0) return s;
+  const char* env = std::getenv("ARCHBENCH_WAVES");
+  const double waves = env ? std::atof(env) : 0.75;
+  const double work = 2.0 * double(s.items) * s.iters;
+  const auto items = static_cast<std::size_t>(waves * d.compute_units * d.resident_per_unit) / s.local * s.local;
+  s.items = std::max(items, s.local);
+  s.iters = std::max(1, static_cast<int>(work / double(s.items)));
+  return s;
+}
+
 // One workload of a type given by name.
 Workload make_named(const Plan& plan, Op op, const Type& t, int width, const Shape& s, const Identity& label) {
   const std::string tn = t.name;
@@ -275,7 +295,7 @@ std::vector<Workload> build(const Plan& plan) {
       for (int width : {1, 2, 4, 8, 16}) {
         if (std::string(t.name) == "bfloat" && !plan.device.bf16) continue;
         if (op == Op::div && std::string(t.name) == "int") continue;
-        const Shape s = filling(plan, width, chains_for(plan.device, width));
+        const Shape s = peak_shape(plan, width, chains_for(plan.device, width));
         const Identity label = identity({{"family", "compute"}, {"backend", be}, {"op", op_name(op)}, {"type", vector_type(t.name, width)}},
                                         {}, vector_axes(t.name, width));
         out.push_back(make_named(plan, op, t, width, s, label));

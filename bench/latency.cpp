@@ -21,19 +21,25 @@ Workload chase(const Plan& plan, std::size_t bytes) {
   // lines each launch, and those would stay in a cache however large the working set.
   const std::uint32_t hops = plan.size == Size::test ? std::uint32_t(2 * lines + 3)
                                                      : std::uint32_t(std::max<std::size_t>(lines, 1u << 16));
+  // Where buffers have addresses (CUDA), the chain holds them and each hop is one load whose
+  // value is the next address (chase_ptr: no index arithmetic between loads, the load-to-use
+  // latency itself); elsewhere 32-bit word indices (chase).
+  const bool pointers = d.device_pointers;
   Workload w;
   w.identify(identity({{"family", "latency"}, {"backend", d.backend}, {"op", "chase"}}, {{"bytes", std::to_string(bytes)}}));
-  w.kernel = {"latency", "chase", {}};
+  w.axes.push_back({"hop", pointers ? "pointer" : "index"});
+  w.kernel = {"latency", pointers ? "chase_ptr" : "chase", {}};
   w.range = Range::linear(1, 1);
-  w.buffers = {{bytes, [=](Bytes& b) { fill_chain(b, lines, stride, bytes); }}, {4, nullptr}};
+  w.buffers = {{bytes, [=](Bytes& b) { fill_chain(b, lines, stride, bytes, pointers); }}, {8, nullptr}};
+  w.buffers[0].pointers = pointers;
   w.args = {Arg::buf(0), Arg::buf(1), Arg::scalar<std::uint32_t>(0), Arg::scalar<std::uint32_t>(hops)};
   w.cost.accesses = hops;
   w.check = [=](const std::vector<Bytes>& in, const std::vector<Bytes>& out, std::size_t, Cost& t) {
-    std::uint32_t p = 0;  // the walk, one access a hop, counted as it is replayed
-    for (std::uint32_t i = 0; i < hops; ++i) p = get<std::uint32_t>(in[0], p), t.accesses += 1;
-    const std::uint32_t got = get<std::uint32_t>(out[1], 0);
-    return got == p ? std::string() : "after " + std::to_string(hops) + " hops: expected index " + std::to_string(p) +
-                                          ", got " + std::to_string(got);
+    const std::uint64_t want = follow_chain(in[0], hops, pointers);  // the walk, one access a hop
+    t.accesses += hops;
+    const std::uint64_t got = pointers ? get<std::uint64_t>(out[1], 0) : get<std::uint32_t>(out[1], 0);
+    return got == want ? std::string() : "after " + std::to_string(hops) + " hops: expected " + (pointers ? "offset " : "index ") +
+                                             std::to_string(want) + ", got " + std::to_string(got);
   };
   return w;
 }

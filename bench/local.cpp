@@ -49,9 +49,13 @@ Geometry geometry(const Plan& plan) {
     g.groups = 2;
     g.loops = 2;
   } else if (d.is_gpu) {
-    // About a millisecond at stride 1 on a large GPU (tens of TB/s of shared memory).
-    g.groups = cus * 16;
-    g.loops = 512;
+    // About a millisecond at stride 1 on a large GPU (tens of TB/s of shared memory), in few
+    // long groups: a group's fill of the array from global memory (latency-bound, before
+    // its barrier) is time the SM reads no shared memory, and read_local's 153 registers a
+    // thread leave one group of 256 per H100 SM. At 16 groups a unit and 512 trips the fills
+    // cost about 3% of stride 1's 33.5 TB/s limit; at 4 and 2048 under 1%.
+    g.groups = cus * 4;
+    g.loops = 2048;
   } else {
     // A few milliseconds on a CPU, where local memory is ordinary cached memory.
     g.groups = cus * 4;

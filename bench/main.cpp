@@ -104,6 +104,13 @@ Environment: ARCHBENCH_DEVICE, ARCHBENCH_SWEEP, ARCHBENCH_ENERGY, ARCHBENCH_TOPD
                          (default sm_XY, sm_90a on Hopper so that wgmma can be measured)
   ARCHBENCH_CUDA_INCLUDE the CUDA toolkit's include folder for NVRTC (cuda_fp16.h); default:
                          the one found at build time (a bundle sets it to its own copy)
+  ARCHBENCH_CHAINS       independent chains per work-item of the compute family (default: 16
+                         over the width on GPUs); the JSON's chains axis says which ran
+  ARCHBENCH_WAVES        the compute family's peak figures on CUDA: work-items as a fraction
+                         of those the SMs hold at once (default 0.75: one wave, every group
+                         resident from the start)
+  ARCHBENCH_CLOCK_WINDOW_MS  NVIDIA: how long the clock meter replays each workload while it
+                         reads the SM clock (default 250: the power controller acts after ~100 ms)
   ARCHBENCH_DUMP_DIR     save every compiled program there (OpenCL: the driver's binary, PTX
                          on NVIDIA; CUDA: PTX and cubin) with its options
   ARCHBENCH_CUPTI        the libcupti.so that --topdown loads (default: the loader's search

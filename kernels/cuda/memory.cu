@@ -10,25 +10,35 @@
 #include "archbench.cuh"
 
 #ifdef T
+// PER_ITEM elements a work-item, a global size apart (memory.cl). LD and ST: plain, or with
+// STREAM_CS the evict-first (.cs) loads and stores.
+#ifndef PER_ITEM
+#define PER_ITEM 1
+#endif
+#if STREAM_CS
+#define LD(p) __ldcs(&(p))
+#define ST(p, v) __stcs(&(p), (v))
+#else
+#define LD(p) (p)
+#define ST(p, v) ((p) = (v))
+#endif
+#define EACH(i) _Pragma("unroll") for (size_t i = global_id(), k_ = 0; k_ < PER_ITEM; ++k_, i += global_size())
+
 extern "C" __global__ void stream_copy(const T* __restrict__ a, T* __restrict__ c) {
-  const size_t i = global_id();
-  c[i] = a[i];
+  EACH(i) ST(c[i], LD(a[i]));
 }
 
 extern "C" __global__ void stream_mul(T* __restrict__ b, const T* __restrict__ c, const T scalar) {
-  const size_t i = global_id();
-  b[i] = scalar * c[i];
+  EACH(i) ST(b[i], scalar * LD(c[i]));
 }
 
 extern "C" __global__ void stream_add(const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ c) {
-  const size_t i = global_id();
-  c[i] = a[i] + b[i];
+  EACH(i) ST(c[i], LD(a[i]) + LD(b[i]));
 }
 
 extern "C" __global__ void stream_triad(T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ c,
                                         const T scalar) {
-  const size_t i = global_id();
-  a[i] = b[i] + scalar * c[i];
+  EACH(i) ST(a[i], LD(b[i]) + scalar * LD(c[i]));
 }
 
 #ifdef DOT_WG

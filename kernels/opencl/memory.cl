@@ -14,25 +14,27 @@
 #endif
 
 #ifdef T
+// PER_ITEM elements a work-item, a global size apart.
+#ifndef PER_ITEM
+#define PER_ITEM 1
+#endif
+#define EACH(i) for (size_t i = get_global_id(0), k_ = 0; k_ < PER_ITEM; ++k_, i += get_global_size(0))
+
 __kernel void stream_copy(__global const T* restrict a, __global T* restrict c) {
-  const size_t i = get_global_id(0);
-  c[i] = a[i];
+  EACH(i) c[i] = a[i];
 }
 
 __kernel void stream_mul(__global T* restrict b, __global const T* restrict c, const T scalar) {
-  const size_t i = get_global_id(0);
-  b[i] = scalar * c[i];
+  EACH(i) b[i] = scalar * c[i];
 }
 
 __kernel void stream_add(__global const T* restrict a, __global const T* restrict b, __global T* restrict c) {
-  const size_t i = get_global_id(0);
-  c[i] = a[i] + b[i];
+  EACH(i) c[i] = a[i] + b[i];
 }
 
 __kernel void stream_triad(__global T* restrict a, __global const T* restrict b, __global const T* restrict c,
                            const T scalar) {
-  const size_t i = get_global_id(0);
-  a[i] = b[i] + scalar * c[i];
+  EACH(i) a[i] = b[i] + scalar * c[i];
 }
 
 #ifdef DOT_WG

@@ -2,7 +2,8 @@
 import importlib
 import sys
 
-COMMANDS = ("agreement", "compare", "history", "merge", "pcsample", "peer", "report", "roofline", "topdown", "trace", "variability")
+COMMANDS = ("agreement", "compare", "history", "merge", "pcsample", "peer", "report", "roofline", "sass", "topdown", "trace",
+            "variability")
 MODULES = {"agreement": "traffic"}  # a command whose module has another name
 
 
