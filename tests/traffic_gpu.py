@@ -21,7 +21,7 @@ import sys
 import tempfile
 
 FILTER = ("^(memory/cuda/(copy|mul|add|triad|dot)/double|cache/cuda/read/bytes:65536|"
-          "compute/cuda/(add|mul|mad)/(float|double)[0-9]*|flops/cuda/dram/(float|double)/flops:(1|8|64))$")
+          "compute/cuda/(add|mul|mad)/(float|double)4?|flops/cuda/dram/(float|double)/flops:(1|8|64))$")
 STREAM, REUSE = "memory/cuda/copy/double", "cache/cuda/read/bytes:65536"
 TOLERANCE = 0.05
 

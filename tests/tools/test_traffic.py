@@ -128,6 +128,37 @@ class Agreement(unittest.TestCase):
         self.assertEqual(table["flops/cuda/dram/float/flops:8"]["flops_verdict"], "FINDING")
         self.assertEqual(table["flops/cuda/dram/float/flops:8"]["dram_verdict"], "within 5%")
 
+    def test_hfma2_moves_and_the_dot_reduction(self):
+        """H100 numbers: a float kernel's fp16 'flops' are ptxas' HFMA2 moves (2 per work-item),
+        reported apart; the dot's tree reduction is exactly groups x 255 adds more than the model."""
+        n = 1 << 27
+        rows = [("compute/cuda/mul/float", 2e-3, {"flops": 70865676288}, traffic(fp32=70865676288, fp16=405504)),
+                ("flops/cuda/dram/float/flops:1", 2e-4, {"flops": 67108864, "bytes_read": 1 << 28,
+                                                         "bytes_written": 1 << 28},
+                 traffic(dram=1 << 29, fp32=67108864, fp16=8388608)),
+                ("memory/cuda/dot/double", 8e-4, {"flops": 2 * n, "bytes_read": 16 * n, "bytes_written": 8448},
+                 traffic(dram=16 * n, fp64=2 * n + 1056 * 255)),
+                ("memory/cuda/dot/float", 8e-4, {"flops": 2 * n, "bytes_read": 8 * n, "bytes_written": 4224},
+                 traffic(dram=8 * n, fp32=2 * n + 1056 * 255 + 1)),
+                ("compute/cuda/mul/double", 2e-3, {"flops": 1e9}, traffic(fp64=1e9, fp32=10.0))]
+        write_run(self.run, rows=rows)
+        _, measured = tf.measured([self.run])
+        table = {t["benchmark"]: t for t in tf.agreement(measured)[0]}
+        for name in ("compute/cuda/mul/float", "flops/cuda/dram/float/flops:1"):
+            self.assertEqual(table[name]["flops_verdict"], "exact", table[name])
+            self.assertIn("HFMA2", table[name]["other_reason"])
+        self.assertEqual(table["flops/cuda/dram/float/flops:1"]["other_flops"], 8388608)
+        self.assertEqual(table["memory/cuda/dot/double"]["flops_verdict"], "explained")
+        self.assertIn("269280 flops", table["memory/cuda/dot/double"]["flops_reason"])
+        self.assertEqual(table["memory/cuda/dot/float"]["flops_verdict"], "FINDING")  # one flop more
+        self.assertEqual(table["compute/cuda/mul/double"]["flops_verdict"], "FINDING")  # fp32 is not a move
+        from archbench import roofline as rl
+        by = {r["name"]: r for r in measured}
+        self.assertEqual(rl.place(by["compute/cuda/mul/float"])["flops"], 70865676288)
+        self.assertEqual(rl.place(by["compute/cuda/mul/float"])["precision"], "fp32")
+        self.assertEqual(rl.short_name("void stencil_spmv<double>(double const*, double*, int)"),
+                         "stencil_spmv<double>")
+
     def test_command_text_and_json(self):
         out = os.path.join(self.tmp.name, "agreement.json")
         p = subprocess.run([sys.executable, "-m", "archbench", "agreement", self.run, "--json", out],

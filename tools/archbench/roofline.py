@@ -627,12 +627,33 @@ MEASURED_CHARTS = (("dram", "original roofline, intensity from measured DRAM tra
                     ("L1", "L2", "DRAM")))
 
 
+def short_name(name, width=40):
+    """A point's label: a kernel's function name without its parameters (the table has them)."""
+    if "(" in name:
+        name = name[:name.index("(")]
+    if name.startswith("void "):
+        name = name[5:]
+    return name[:width]
+
+
+def place(r):
+    """traffic.placement of a measured row; a benchmark (a row with axes) by its own precision's
+    flops, fp16 counted in one of another precision left out (the compiler's HFMA2 moves,
+    traffic.MOVES: an int kernel is then not placed)."""
+    axes = r.get("axes")
+    prec = traffic.precision_of(axes) if axes else None
+    counters = r["counters"]
+    if axes and prec != "fp16":
+        counters = {k: v for k, v in counters.items() if k != "exec_flops_fp16"}
+    return traffic.placement(counters, r["seconds"], prec)
+
+
 def measured_series(rows, levels):
     """Chart series of measured launches: [{name, precision, share, points: [(level, ai, FLOP/s)]}]
     on `levels`; and how many rows could not be placed (no flops executed, or no bytes there)."""
     series, skipped = [], 0
     for r in rows:
-        p = traffic.placement(r["counters"], r["seconds"])
+        p = place(r)
         pts = [(lv, p["ai"][lv], p["flop_per_s"]) for lv in levels if lv in p["ai"] and p["flop_per_s"]]
         if pts:
             series.append({"name": r["name"], "precision": p["precision"], "share": r.get("share"), "points": pts})
@@ -705,7 +726,7 @@ def draw_measured(axis, lines, series, precision, title, note, names):
             axis.plot([x], [y], LEVEL_MARKERS[level], color=color, ms=4 + 8 * (s["share"] or 0),
                       mfc=color if s["precision"] == own else "none")
         if names:
-            axis.annotate(s["name"][:40], (xs[0], ys[0]), fontsize=6, xytext=(4, 4), textcoords="offset points")
+            axis.annotate(short_name(s["name"]), (xs[0], ys[0]), fontsize=6, xytext=(4, 4), textcoords="offset points")
     from matplotlib.lines import Line2D
     handles = [Line2D([], [], ls="", marker="o", color=c, mfc=c if p == own else "none",
                       label=p + (" (this chart's peaks)" if p == own else " (hollow: its own peak is elsewhere)"))
@@ -743,7 +764,7 @@ def measured_svg(lines, series, precision, title, note, names):
                        f'<title>{escape(s["name"])} {level} ({escape(s["precision"])})</title>'
                        + ("</circle>" if level == "L1" else "</rect>" if level == "L2" else "</polygon>"))
         if names:
-            out.append(f'<text x="{pts[0][0] + 5:.1f}" y="{pts[0][1] - 5:.1f}" font-size="9">{escape(s["name"][:40])}</text>')
+            out.append(f'<text x="{pts[0][0] + 5:.1f}" y="{pts[0][1] - 5:.1f}" font-size="9">{escape(short_name(s["name"]))}</text>')
     legend = "; ".join(f"{p}: {c}" for p, c in PREC_COLORS.items() if any(s["precision"] == p for s in series))
     out.append(f'<text x="{ax.x0 + 4}" y="{ax.y0 + 14}" fill="#555">{escape(note)}</text>')
     out.append(f'<text x="{ax.x0}" y="{ax.y0 + ax.h + 55}" fill="#555">colours by precision ({escape(legend)}; '
@@ -937,7 +958,7 @@ def run(argv):
         doc = dict(model, files=files, precision=args.precision, compute=compute, tensor=tensor,
                    bandwidth=bw, points=points, roof_check=checks, acceptance=acceptance,
                    energy_compute=compute_energy(benches), notes=notes,
-                   measured=[dict(name=r["name"], **traffic.placement(r["counters"], r["seconds"])) for r in measured])
+                   measured=[dict(name=r["name"], **place(r)) for r in measured])
         ar.write_file(args.json, json.dumps(doc, indent=1) + "\n")
         notes.append(f"wrote {args.json}")
     sys.stdout.write(report(device, files, compute, tensor, bw, model, checks, acceptance,
