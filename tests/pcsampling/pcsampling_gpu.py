@@ -54,6 +54,10 @@ def main():
     ap.add_argument("--topdown-tool", default=os.path.join(HERE, "..", "..", "tools", "archbench_topdown.py"))
     ap.add_argument("--period", type=int, default=0)
     ap.add_argument("--out")
+    ap.add_argument("--timeout", type=float, default=0, help="stop each run of the program after this many seconds")
+    ap.add_argument("--drain", choices=("thread", "sync", "exit"), help="the library's drain mode")
+    ap.add_argument("--watchdog", type=float, help="the library's watchdog, seconds")
+    ap.add_argument("--debug", action="store_true", help="the library logs every step (ARCHBENCH_PCSAMPLING_DEBUG=1)")
     a = ap.parse_args()
     out = a.out or tempfile.mkdtemp(prefix="pcsampling-gpu-")
     os.makedirs(out, exist_ok=True)
@@ -62,6 +66,10 @@ def main():
            "--raw", os.path.join(out, "planted-pcsample.raw.jsonl"), "--source-dir", HERE, "--top", "8"]
     cmd += ["--lib", a.lib] if a.lib else []
     cmd += ["--period", str(a.period)] if a.period else []
+    cmd += ["--timeout", str(a.timeout)] if a.timeout else []
+    cmd += ["--drain", a.drain] if a.drain else []
+    cmd += ["--watchdog", str(a.watchdog)] if a.watchdog is not None else []
+    cmd += ["--debug"] if a.debug else []
     run(cmd + ["--", a.prog], os.path.join(out, "planted-pcsample.txt"))
     with open(j) as f:
         kernels = {base(k["kernel"]): k for k in json.load(f)["kernels"]}

@@ -117,6 +117,47 @@ class Attribution(unittest.TestCase):
         p = subprocess.run([sys.executable, TOOL, "--period", "3", "--report", RAW], capture_output=True, text=True)
         self.assertEqual(p.returncode, 2)
 
+    def test_cut_short_run_says_so(self):
+        # A run killed before its end record (the first H100 run hung): the drained samples count
+        # and the report names what went wrong, with the watchdog's records.
+        d = tempfile.mkdtemp()
+        raw = os.path.join(d, "cut.jsonl")
+        with open(raw, "w") as f:
+            for line in open(RAW):
+                if json.loads(line)["type"] not in ("end", "launch"):
+                    f.write(line)
+            f.write('{"type":"drain","context":1,"pcs":0,"total_samples":7,"dropped_samples":1}\n')
+            f.write('{"type":"watchdog","stuck":"program","call":"cuStreamSynchronize","seconds":10.5,'
+                    '"library_call":""}\n')
+            f.write('{"type":"watchdog","stuck":"library","call":"cuptiPCSamplingDisable","seconds":10.2,'
+                    '"at_exit":true}\n')
+        j = os.path.join(d, "cut.json")
+        p = subprocess.run([sys.executable, TOOL, "--report", raw, "--json", j], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("Problems:", p.stdout)
+        self.assertIn("no end record", p.stdout)
+        self.assertIn("waited in cuStreamSynchronize for 10 s", p.stdout)
+        self.assertIn("stuck in cuptiPCSamplingDisable for 10 s at exit", p.stdout)
+        ctx = json.load(open(j))["context"]
+        self.assertTrue(ctx["incomplete"])
+        self.assertGreaterEqual(ctx["total_samples"], 7)
+
+    def test_run_timeout_stops_a_hung_program(self):
+        # --timeout: a program that never ends is stopped (status 124) and what it wrote is reported.
+        d = tempfile.mkdtemp()
+        prog = os.path.join(d, "hang.sh")
+        with open(prog, "w") as f:
+            f.write("#!/bin/sh\ncp %s \"$ARCHBENCH_PCSAMPLE_OUT\" 2>/dev/null; sleep 60\n" % RAW)
+        os.chmod(prog, 0o755)
+        lib = os.path.join(d, "libfake.so")
+        open(lib, "w").close()
+        p = subprocess.run([sys.executable, TOOL, "--lib", lib, "--timeout", "1", "--no-native", "--no-sass",
+                            "--raw", os.path.join(d, "raw.jsonl"), "--", prog], capture_output=True, text=True,
+                           timeout=30)
+        self.assertEqual(p.returncode, 124, p.stderr)
+        self.assertIn("ran past 1 s", p.stderr)
+        self.assertIn("hot_chase", p.stdout)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -308,6 +308,8 @@ def text_report(kernels, context, top=5, lines=8):
             src = l.get("source")
             out.append(f"  {where:<24} {100 * l['share']:>5.1f}%  {top_reasons(l['stalls']):<48} "
                        f"{'eff ' + format(eff, '.2f') if eff is not None else '':<9} {('| ' + src) if src else ''}")
+    if context.get("problems"):
+        out += ["", "Problems:"] + [f"  {p}" for p in context["problems"]]
     if "overhead" in context:
         out += ["", f"wall time: native {context['native_s']:.3f} s, sampled {context['sampled_s']:.3f} s, "
                     f"overhead {context['overhead']:.2f}x" +
@@ -379,12 +381,29 @@ def find_lib(given):
                      "or pass --lib / set ARCHBENCH_PCSAMPLE_LIB)")
 
 
-def timed(cmd, env):
+def timed(cmd, env, timeout=None, what="run"):
+    """The program's exit status and wall time; past `timeout` seconds its process group is
+    killed (TERM, then KILL) and the status is 124, as timeout(1) says."""
     start = time.monotonic()
     try:
-        rc = subprocess.call(cmd, env=env)
+        p = subprocess.Popen(cmd, env=env, start_new_session=bool(timeout))
     except FileNotFoundError:
         raise InputError(f"no such program: {cmd[0]}")
+    try:
+        rc = p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        print(f"{TOOL}: the {what} ran past {timeout:g} s: stopped (its records so far are kept)", file=sys.stderr)
+        for sig in (15, 9):
+            try:
+                os.killpg(p.pid, sig)
+            except OSError:
+                pass
+            try:
+                p.wait(timeout=5)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        rc = 124
     return rc, time.monotonic() - start
 
 
@@ -394,9 +413,33 @@ def context_of(recs, context):
                         "max_warps_per_scheduler": p.get("max_warps_per_scheduler")})
     for e in recs["end"][:1]:
         context.update({k: e.get(k) for k in ("total_samples", "dropped_samples", "non_user_samples",
-                                               "hardware_buffer_full", "drains")})
+                                               "hardware_buffer_full", "drains", "disabled_by_watchdog", "forced_exit")})
+        if e.get("error"):
+            context.setdefault("problems", []).append(e["error"])
+    if not recs["end"]:
+        # Killed or hung: no end record. The samples drained before that still count.
+        context["incomplete"] = True
+        context["total_samples"] = sum(int(d.get("total_samples", 0)) for d in recs.get("drain", []))
+        context["dropped_samples"] = sum(int(d.get("dropped_samples", 0)) for d in recs.get("drain", []))
+        context.setdefault("problems", []).append(
+            "no end record: the sampled run did not finish (hung or killed); only the samples drained before are here")
     for e in recs["error"]:
         print(f"{TOOL}: {e.get('reason')}", file=sys.stderr)
+        context.setdefault("problems", []).append(e.get("reason", ""))
+    for w in recs.get("watchdog", []):
+        text = (f"watchdog: the program waited in {w.get('call')} for {float(w.get('seconds', 0)):.0f} s under sampling"
+                if w.get("stuck") == "program" else
+                f"watchdog: the library was stuck in {w.get('call')} for {float(w.get('seconds', 0)):.0f} s"
+                + (" at exit" if w.get("at_exit") else ""))
+        print(f"{TOOL}: {text}", file=sys.stderr)
+        context.setdefault("problems", []).append(text)
+    if context.get("disabled_by_watchdog"):
+        context.setdefault("problems", []).append("PC sampling was disabled by the watchdog: samples cover the run "
+                                                  "only until then")
+    if context.get("forced_exit"):
+        context.setdefault("problems", []).append("the library ended the process at exit (stuck in CUPTI)")
+    if "problems" in context:
+        context["problems"] = list(dict.fromkeys(p for p in context["problems"] if p))
     return context
 
 
@@ -417,6 +460,16 @@ def run(argv):
     ap.add_argument("--html", help="write the annotated source and SASS page here")
     ap.add_argument("--raw", help="keep the sampling run's raw records here (SASS run: RAW.sass.jsonl)")
     ap.add_argument("--lib", help="path of libarchbench_pcsampling.so")
+    ap.add_argument("--timeout", type=float, default=0, metavar="S",
+                    help="stop each run of the program after S seconds (0: never); the records so far are reported")
+    ap.add_argument("--drain", choices=("thread", "sync", "exit"), default="thread",
+                    help="when the library takes samples from CUPTI: its own thread (default), the program's "
+                         "synchronisations, or only at the end")
+    ap.add_argument("--watchdog", type=float, default=10, metavar="S",
+                    help="seconds a synchronisation, launch or CUPTI call may last before the library says so "
+                         "and disables sampling (default 10; 0: off)")
+    ap.add_argument("--debug", action="store_true", help="the library logs every step on stderr "
+                                                         "(ARCHBENCH_PCSAMPLING_DEBUG=1)")
     ap.add_argument("--report", help="analyse this raw file instead of running a program")
     ap.add_argument("--sass-report", help="with --report: the SASS metrics run's raw file")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
@@ -436,22 +489,27 @@ def run(argv):
         raw = a.raw or os.path.join(tempfile.mkdtemp(prefix="archbench-pcsample-"), "raw.jsonl")
         context["command"] = " ".join(cmd)
         if not a.no_native:
-            native_rc, context["native_s"] = timed(cmd, dict(os.environ))
+            native_rc, context["native_s"] = timed(cmd, dict(os.environ), a.timeout or None, "native run")
             if native_rc != 0:
                 print(f"{TOOL}: the program exited with {native_rc} natively", file=sys.stderr)
         from .topdown import cupti_env
         env = cupti_env(dict(os.environ))
         env.update({"CUDA_INJECTION64_PATH": lib, "ARCHBENCH_PCSAMPLE_OUT": raw, "ARCHBENCH_PCSAMPLE_MODE": "pc",
-                    "ARCHBENCH_PCSAMPLE_PERIOD": str(a.period)})
-        rc, context["sampled_s"] = timed(cmd, env)
-        if context.get("native_s"):
+                    "ARCHBENCH_PCSAMPLE_PERIOD": str(a.period), "ARCHBENCH_PCSAMPLE_DRAIN": a.drain,
+                    "ARCHBENCH_PCSAMPLE_WATCHDOG_S": str(a.watchdog)})
+        if a.debug:
+            env["ARCHBENCH_PCSAMPLING_DEBUG"] = "1"
+        print(f"{TOOL}: sampled run (drain {a.drain}, watchdog {a.watchdog:g} s)", file=sys.stderr)
+        rc, context["sampled_s"] = timed(cmd, env, a.timeout or None, "sampled run")
+        if context.get("native_s") and rc != 124:
             context["overhead"] = context["sampled_s"] / context["native_s"]
         if rc != 0:
             print(f"{TOOL}: the program exited with {rc} under sampling", file=sys.stderr)
         if not a.no_sass:
             sass_raw = raw[:-len(".jsonl")] + ".sass.jsonl" if raw.endswith(".jsonl") else raw + ".sass"
             env.update({"ARCHBENCH_PCSAMPLE_OUT": sass_raw, "ARCHBENCH_PCSAMPLE_MODE": "sass"})
-            sass_rc, context["sass_s"] = timed(cmd, env)
+            print(f"{TOOL}: SASS metrics run", file=sys.stderr)
+            sass_rc, context["sass_s"] = timed(cmd, env, a.timeout or None, "SASS metrics run")
             if sass_rc != 0:
                 print(f"{TOOL}: the program exited with {sass_rc} under SASS metrics", file=sys.stderr)
         context["raw"] = raw

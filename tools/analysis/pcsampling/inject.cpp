@@ -1,22 +1,43 @@
 // Where a CUDA program's kernels stall, instruction by instruction (seed 003 section V on NVIDIA):
 // a CUPTI injection library (CUDA_INJECTION64_PATH, set up by tools/archbench_pcsample.py) for any
 // unmodified program. Two modes, one run each:
-//   pc    CUPTI's PC Sampling API in continuous mode (kernels are not serialised): each sample is
-//         one warp's PC and stall reason; the buffer is drained at the program's synchronisations
-//         (at most every ARCHBENCH_PCSAMPLE_DRAIN_MS), before a module unloads or a context goes,
-//         and at exit.
+//   pc    CUPTI's PC Sampling API in continuous mode (kernels are not serialised; start/stop
+//         control off, so sampling runs from enable to disable): each sample is one warp's PC and
+//         stall reason. Drained (cuptiPCSamplingGetData, which never synchronises the device)
+//         by the library's own thread every ARCHBENCH_PCSAMPLE_DRAIN_MS (drain mode `thread`),
+//         or at the program's synchronisations (`sync`), or only at the end (`exit`: CUPTI
+//         flushes into the configuration buffer at disable); records from module unloads, and
+//         the rest at context end and exit.
 //   sass  CUPTI's SASS metrics API (the kernels patched, lazily, at their first launch): per
 //         instruction the warp-instructions and thread-instructions executed, for instruction
 //         counts and warp efficiency. Instrumentation: slower, and therefore its own run.
+// Survival rules (the first H100 run hung in every program with this library and 0 samples):
+//   - no lock of the library is held while it calls into CUPTI's PC sampling or SASS metrics
+//     functions (CUPTI's worker threads may call back into the library), and a callback that
+//     arrives on a thread already inside the library (re-entry) or on its own threads returns;
+//   - a program thread never waits for the library: draining from a synchronisation callback
+//     only happens when nobody else is inside CUPTI (try-lock), and at exit the library waits
+//     for its CUPTI lock at most ARCHBENCH_PCSAMPLE_WATCHDOG_S;
+//   - a watchdog thread: a CUPTI call of the library or a program call (synchronisation,
+//     launch) that lasts more than ARCHBENCH_PCSAMPLE_WATCHDOG_S is written down (a `watchdog`
+//     record, flushed, and stderr); a program stuck that long in a synchronisation or launch gets
+//     PC sampling disabled (then it can finish; the report says so); a library stuck that long at
+//     exit writes its end record and ends the process (exit status 0, `forced_exit`).
+//   - every record except the PC records is flushed as it is written, so a killed run leaves
+//     what it did; ARCHBENCH_PCSAMPLING_DEBUG=1 logs every step to stderr.
 // Every module's cubin comes from the module-loaded callback; it is kept (for
 // cuptiGetSassToSourceCorrelation: file and line of each PC, -lineinfo) and written beside the
 // output for the disassembly. Records, one JSON object a line (tools/archbench/pcsample.py reads
-// them): process, config, module, pc (pc mode), sass (sass mode), drain, launch, end.
+// them): process, config, module, pc (pc mode), sass (sass mode), drain, launch, watchdog, error,
+// end.
 // Environment (set by the command):
-//   ARCHBENCH_PCSAMPLE_OUT       output file (default ./pcsample-<pid>.jsonl); cubins in OUT.cubins/
-//   ARCHBENCH_PCSAMPLE_MODE      pc (default) or sass
-//   ARCHBENCH_PCSAMPLE_PERIOD    pc mode: sampling period, log2 of cycles (5..31); 0: CUPTI's default
-//   ARCHBENCH_PCSAMPLE_DRAIN_MS  least time between two drains at synchronisations (default 50)
+//   ARCHBENCH_PCSAMPLE_OUT         output file (default ./pcsample-<pid>.jsonl); cubins in OUT.cubins/
+//   ARCHBENCH_PCSAMPLE_MODE        pc (default) or sass
+//   ARCHBENCH_PCSAMPLE_PERIOD      pc mode: sampling period, log2 of cycles (5..31); 0: CUPTI's default
+//   ARCHBENCH_PCSAMPLE_DRAIN       pc mode: thread (default), sync or exit (see above)
+//   ARCHBENCH_PCSAMPLE_DRAIN_MS    least time between two drains (default 50)
+//   ARCHBENCH_PCSAMPLE_WATCHDOG_S  seconds before the watchdog acts (default 10; 0: no watchdog)
+//   ARCHBENCH_PCSAMPLING_DEBUG     1: every step on stderr (archbench-pcsample[t s tid]: ...)
 #include <cuda.h>
 #include <cupti.h>
 #include <cupti_pcsampling.h>
@@ -27,7 +48,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <sys/syscall.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +63,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -80,13 +107,20 @@ struct Source {
   uint32_t line = 0;
 };
 
+// Locks: `mu` guards the state and the output file and is never held across a CUPTI PC sampling
+// or SASS metrics call; `cupti` serialises the library's own calls of those (and the drain
+// buffers) and is only ever taken with a time limit or a try.
 struct State {
   std::mutex mu;
+  std::timed_mutex cupti;
   CUpti_SubscriberHandle sub = nullptr;
   FILE* out = nullptr;
   std::string out_path, cubin_dir, mode = "pc";
+  std::string drain_mode = "thread";
   uint32_t period = 0;
-  uint64_t drain_ns = 50'000'000, last_drain = 0;
+  double watchdog_s = 10;
+  std::atomic<uint64_t> last_drain{0};
+  uint64_t drain_ns = 50'000'000;
   std::map<CUcontext, Context> contexts;
   std::map<uint64_t, Cubin> cubins;                                       // by CUPTI's 64-bit CRC
   std::map<std::tuple<uint64_t, std::string, uint64_t>, Source> sources;  // (crc, function, pc)
@@ -103,8 +137,57 @@ struct State {
   std::map<uint64_t, std::string> sass_names;  // metric id -> name
   uint64_t samples = 0, dropped = 0, non_user = 0, pc_records = 0, drains = 0, sass_records = 0;
   bool hw_full = false, done = false;
+  std::atomic<bool> finishing{false}, stop_threads{false};
+  bool disabled_by_watchdog = false, forced_exit = false;
+  uint64_t skipped_drains = 0, watchdog_events = 0;
   std::string error;
 };
+
+// ------------------------------------------------------------------ debug log and watchdog state
+
+bool g_debug = false;
+uint64_t g_t0 = 0;
+thread_local bool t_inside = false;  // this thread is inside the library (or is one of its threads)
+
+void dbg(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+void dbg(const char* fmt, ...) {
+  if (!g_debug) return;
+  char buf[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  std::fprintf(stderr, "archbench-pcsample[%.3f s tid %ld]: %s\n", double(tr::now_ns() - g_t0) * 1e-9,
+               long(syscall(SYS_gettid)), buf);
+  std::fflush(stderr);
+}
+
+// The library's CUPTI call in progress (one at a time: State::cupti), for the watchdog.
+std::atomic<uint64_t> g_op_since{0}, g_op_seq{0};
+std::atomic<const char*> g_op_what{""};
+
+struct Busy {  // marks a CUPTI call of the library for the watchdog and the debug log
+  const char* what;
+  uint64_t t;
+  explicit Busy(const char* w) : what(w), t(tr::now_ns()) {
+    dbg("%s ...", what);
+    g_op_what = what, g_op_seq++, g_op_since = t;
+  }
+  ~Busy() {
+    g_op_since = 0;
+    dbg("%s done after %.3f s", what, double(tr::now_ns() - t) * 1e-9);
+  }
+};
+
+// The program's calls in progress that may wait for the GPU (synchronisations, launches), by
+// thread, for the watchdog.
+struct Wait {
+  uint64_t since = 0;
+  std::string what;
+  bool reported = false;
+};
+std::mutex g_wait_mu;
+std::map<long, Wait> g_waits;
 
 State& state() {
   static State* s = new State;  // never destroyed: callbacks may come during exit
@@ -133,10 +216,21 @@ std::string cupti_error(CUptiResult r) {
   return e ? e : "CUPTI error " + std::to_string(int(r));
 }
 
-void note_error(State& s, const std::string& what) {
+// Writes a record now (s.mu held), flushed: a run killed later keeps it.
+void emit(State& s, tr::JsonLine line) {
+  line.write(s.out);
+  std::fflush(s.out);
+}
+
+void note_error(State& s, const std::string& what) {  // s.mu held
   std::fprintf(stderr, "archbench-pcsample: %s\n", what.c_str());
-  tr::JsonLine("error").str("reason", what).write(s.out);
+  emit(s, std::move(tr::JsonLine("error").str("reason", what).unum("ns", tr::now_ns())));
   if (s.error.empty()) s.error = what;
+}
+
+void note_error_locked(State& s, const std::string& what) {
+  std::lock_guard<std::mutex> lock(s.mu);
+  note_error(s, what);
 }
 
 // File, folder and line of a function's PC, from its cubin's line table (-lineinfo); cached.
@@ -198,18 +292,27 @@ void consume(State& s, CUcontext ctx, Context& c, CUpti_PCSamplingData& d) {
   d.totalNumPcs = 0, d.remainingNumPcs = 0, d.totalSamples = 0, d.droppedSamples = 0, d.nonUsrKernelsTotalSamples = 0;
 }
 
-// SASS mode: the per-instruction counts CUPTI holds for the context, written and reset.
+// SASS mode: the per-instruction counts CUPTI holds for the context, written and reset (s.cupti held).
 void flush_sass(State& s, CUcontext ctx) {
   auto dp = params<CUpti_SassMetricsGetDataProperties_Params>(CUpti_SassMetricsGetDataProperties_Params_STRUCT_SIZE);
   dp.ctx = ctx;
-  if (cuptiSassMetricsGetDataProperties(&dp) != CUPTI_SUCCESS || !dp.numOfPatchedInstructionRecords) return;
+  {
+    Busy b("cuptiSassMetricsGetDataProperties");
+    if (cuptiSassMetricsGetDataProperties(&dp) != CUPTI_SUCCESS || !dp.numOfPatchedInstructionRecords) return;
+  }
   const std::size_t n = dp.numOfPatchedInstructionRecords, per = dp.numOfInstances * s.sass_ids.size();
   std::vector<CUpti_SassMetrics_Data> data(n);
   std::vector<CUpti_SassMetrics_InstanceValue> values(n * per, CUpti_SassMetrics_InstanceValue{~0ull, 0});
   for (std::size_t i = 0; i < n; ++i) data[i].structSize = sizeof(CUpti_SassMetrics_Data), data[i].pInstanceValues = &values[i * per];
   auto fp = params<CUpti_SassMetricsFlushData_Params>(CUpti_SassMetricsFlushData_Params_STRUCT_SIZE);
   fp.ctx = ctx, fp.numOfPatchedInstructionRecords = n, fp.numOfInstances = dp.numOfInstances, fp.pMetricsData = data.data();
-  if (CUptiResult r = cuptiSassMetricsFlushData(&fp); r != CUPTI_SUCCESS) return note_error(s, "SASS metrics flush: " + cupti_error(r));
+  CUptiResult r;
+  {
+    Busy b("cuptiSassMetricsFlushData");
+    r = cuptiSassMetricsFlushData(&fp);
+  }
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (r != CUPTI_SUCCESS) return note_error(s, "SASS metrics flush: " + cupti_error(r));
   for (const auto& d : data) {
     std::map<std::string, uint64_t> sum;
     for (std::size_t k = 0; k < per; ++k)
@@ -224,45 +327,80 @@ void flush_sass(State& s, CUcontext ctx) {
     line.write(s.out);
     ++s.sass_records;
   }
-}
-
-// PC mode: everything CUPTI has for the context now (GetData never synchronises the device).
-void drain(State& s, CUcontext ctx, Context& c) {
-  if (!c.enabled) return;
-  if (s.mode == "sass") return flush_sass(s, ctx);
-  if (c.config->data.totalNumPcs) consume(s, ctx, c, c.config->data);  // flushed there by a module unload
-  for (int guard = 0; guard < 1000; ++guard) {
-    CUpti_PCSamplingGetDataParams p{};
-    p.size = CUpti_PCSamplingGetDataParamsSize, p.ctx = ctx, p.pcSamplingData = &c.drain->data;
-    const CUptiResult r = cuptiPCSamplingGetData(&p);
-    const bool more = c.drain->data.remainingNumPcs > 0;
-    if (r != CUPTI_SUCCESS && !c.drain->data.totalNumPcs) {
-      if (r == CUPTI_ERROR_OUT_OF_MEMORY) s.hw_full = true;
-      if (r != CUPTI_ERROR_INVALID_OPERATION) note_error(s, "cuptiPCSamplingGetData: " + cupti_error(r));
-      break;
-    }
-    consume(s, ctx, c, c.drain->data);
-    if (!more) break;
-  }
   ++s.drains;
-  s.last_drain = tr::now_ns();
   std::fflush(s.out);
 }
 
-// Drains, then stops sampling on the context (CUPTI flushes what is left into the config buffer).
-void finish_context(State& s, CUcontext ctx, Context& c) {
+// The contexts sampled now (a copy: the caller holds s.cupti, not s.mu).
+std::vector<std::pair<CUcontext, Context*>> enabled_contexts(State& s) {
+  std::lock_guard<std::mutex> lock(s.mu);
+  std::vector<std::pair<CUcontext, Context*>> v;
+  for (auto& [ctx, c] : s.contexts)
+    if (c.enabled) v.emplace_back(ctx, &c);
+  return v;
+}
+
+// PC mode: everything CUPTI has for the context now (GetData never synchronises the device);
+// s.cupti held, s.mu not. `where` names the caller for the log.
+void drain(State& s, CUcontext ctx, Context& c, const char* where) {
   if (!c.enabled) return;
-  drain(s, ctx, c);
+  if (s.mode == "sass") return flush_sass(s, ctx);
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (c.config->data.totalNumPcs) consume(s, ctx, c, c.config->data);  // flushed there by a module unload
+  }
+  uint64_t pcs = 0, samples = 0;
+  for (int guard = 0; guard < 1000; ++guard) {
+    CUpti_PCSamplingGetDataParams p{};
+    p.size = CUpti_PCSamplingGetDataParamsSize, p.ctx = ctx, p.pcSamplingData = &c.drain->data;
+    CUptiResult r;
+    {
+      Busy b("cuptiPCSamplingGetData");
+      r = cuptiPCSamplingGetData(&p);
+    }
+    const bool more = c.drain->data.remainingNumPcs > 0;
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (r != CUPTI_SUCCESS && !c.drain->data.totalNumPcs) {
+      if (r == CUPTI_ERROR_OUT_OF_MEMORY) s.hw_full = true;
+      if (r != CUPTI_ERROR_INVALID_OPERATION || g_debug) note_error(s, std::string("cuptiPCSamplingGetData (") + where + "): " + cupti_error(r));
+      break;
+    }
+    pcs += c.drain->data.totalNumPcs, samples += c.drain->data.totalSamples;
+    consume(s, ctx, c, c.drain->data);
+    if (!more) break;
+  }
+  std::lock_guard<std::mutex> lock(s.mu);
+  ++s.drains;
+  s.last_drain = tr::now_ns();
+  std::fflush(s.out);
+  if (pcs || samples || s.drains <= 3) dbg("drain %llu (%s): %llu PCs, %llu samples", static_cast<unsigned long long>(s.drains), where,
+                                           static_cast<unsigned long long>(pcs), static_cast<unsigned long long>(samples));
+}
+
+// Drains, then stops sampling on the context (CUPTI flushes what is left into the config buffer);
+// s.cupti held.
+void finish_context(State& s, CUcontext ctx, Context& c, const char* where) {
+  if (!c.enabled) return;
+  if (s.drain_mode != "exit" || s.mode == "sass") drain(s, ctx, c, where);
   if (s.mode == "sass") {
     auto p = params<CUpti_SassMetricsDisable_Params>(CUpti_SassMetricsDisable_Params_STRUCT_SIZE);
     p.ctx = ctx;
+    Busy b("cuptiSassMetricsDisable");
     cuptiSassMetricsDisable(&p);
   } else {
     CUpti_PCSamplingDisableParams p{};
     p.size = CUpti_PCSamplingDisableParamsSize, p.ctx = ctx;
-    cuptiPCSamplingDisable(&p);
+    CUptiResult r;
+    {
+      Busy b("cuptiPCSamplingDisable");
+      r = cuptiPCSamplingDisable(&p);
+    }
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (r != CUPTI_SUCCESS) note_error(s, std::string("cuptiPCSamplingDisable (") + where + "): " + cupti_error(r));
+    dbg("disabled (%s): %zu PCs in the configuration buffer", where, c.config->data.totalNumPcs);
     if (c.config->data.totalNumPcs) consume(s, ctx, c, c.config->data);
   }
+  std::lock_guard<std::mutex> lock(s.mu);
   c.enabled = false;
   std::fflush(s.out);
 }
@@ -273,14 +411,26 @@ CUpti_PCSamplingConfigurationInfo attr(CUpti_PCSamplingConfigurationAttributeTyp
   return a;
 }
 
+// PC sampling on a new context (s.cupti held, s.mu not): enable, stall reasons, configuration,
+// the configuration in force written as the config record.
 void enable_pc(State& s, CUcontext ctx, Context& c) {
   CUpti_PCSamplingEnableParams e{};
   e.size = CUpti_PCSamplingEnableParamsSize, e.ctx = ctx;
-  if (CUptiResult r = cuptiPCSamplingEnable(&e); r != CUPTI_SUCCESS) return note_error(s, "cuptiPCSamplingEnable: " + cupti_error(r));
+  CUptiResult r;
+  {
+    Busy b("cuptiPCSamplingEnable");
+    r = cuptiPCSamplingEnable(&e);
+  }
+  if (r != CUPTI_SUCCESS) return note_error_locked(s, "cuptiPCSamplingEnable: " + cupti_error(r));
   size_t n = 0;
   CUpti_PCSamplingGetNumStallReasonsParams np{};
   np.size = CUpti_PCSamplingGetNumStallReasonsParamsSize, np.ctx = ctx, np.numStallReasons = &n;
-  if (CUptiResult r = cuptiPCSamplingGetNumStallReasons(&np); r != CUPTI_SUCCESS) return note_error(s, "stall reasons: " + cupti_error(r));
+  {
+    Busy b("cuptiPCSamplingGetNumStallReasons");
+    r = cuptiPCSamplingGetNumStallReasons(&np);
+  }
+  if (r != CUPTI_SUCCESS) return note_error_locked(s, "stall reasons: " + cupti_error(r));
+  if (n == 0) return note_error_locked(s, "CUPTI names no stall reasons for this context: no samples can be taken");
   std::vector<uint32_t> idx(n);
   std::vector<std::vector<char>> text(n, std::vector<char>(CUPTI_STALL_REASON_STRING_SIZE));
   std::vector<char*> names(n);
@@ -288,7 +438,11 @@ void enable_pc(State& s, CUcontext ctx, Context& c) {
   CUpti_PCSamplingGetStallReasonsParams rp{};
   rp.size = CUpti_PCSamplingGetStallReasonsParamsSize, rp.ctx = ctx, rp.numStallReasons = n;
   rp.stallReasonIndex = idx.data(), rp.stallReasons = names.data();
-  if (CUptiResult r = cuptiPCSamplingGetStallReasons(&rp); r != CUPTI_SUCCESS) return note_error(s, "stall reason names: " + cupti_error(r));
+  {
+    Busy b("cuptiPCSamplingGetStallReasons");
+    r = cuptiPCSamplingGetStallReasons(&rp);
+  }
+  if (r != CUPTI_SUCCESS) return note_error_locked(s, "stall reason names: " + cupti_error(r));
   std::string list = "[";
   for (size_t i = 0; i < n; ++i) {
     c.reason_names[idx[i]] = names[i];
@@ -300,6 +454,12 @@ void enable_pc(State& s, CUcontext ctx, Context& c) {
   std::vector<CUpti_PCSamplingConfigurationInfo> a;
   a.push_back(attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE));
   a.back().attributeData.collectionModeData.collectionMode = CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+  // No start/stop control: sampling runs from enable to disable without cuptiPCSamplingStart
+  // (with it, nothing would be sampled until a start).
+  a.push_back(attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL));
+  a.back().attributeData.enableStartStopControlData.enableStartStopControl = 0;
+  a.push_back(attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT));
+  a.back().attributeData.outputDataFormatData.outputDataFormat = CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
   a.push_back(attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON));
   a.back().attributeData.stallReasonData.stallReasonCount = n;
   a.back().attributeData.stallReasonData.pStallReasonIndex = idx.data();
@@ -314,56 +474,91 @@ void enable_pc(State& s, CUcontext ctx, Context& c) {
   CUpti_PCSamplingConfigurationInfoParams cp{};
   cp.size = CUpti_PCSamplingConfigurationInfoParamsSize, cp.ctx = ctx;
   cp.numAttributes = a.size(), cp.pPCSamplingConfigurationInfo = a.data();
-  if (CUptiResult r = cuptiPCSamplingSetConfigurationAttribute(&cp); r != CUPTI_SUCCESS)
-    return note_error(s, "PC sampling configuration: " + cupti_error(r));
-  // The period in force (CUPTI's default when none was asked for).
-  CUpti_PCSamplingConfigurationInfo got = attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD);
-  cp.numAttributes = 1, cp.pPCSamplingConfigurationInfo = &got;
-  const uint32_t period = cuptiPCSamplingGetConfigurationAttribute(&cp) == CUPTI_SUCCESS ? got.attributeData.samplingPeriodData.samplingPeriod : s.period;
-  c.enabled = true;
+  {
+    Busy b("cuptiPCSamplingSetConfigurationAttribute");
+    r = cuptiPCSamplingSetConfigurationAttribute(&cp);
+  }
+  if (r != CUPTI_SUCCESS) {
+    // Which attribute: CUPTI sets attributeStatus of each.
+    std::string bad;
+    for (const auto& x : a)
+      if (x.attributeStatus != CUPTI_SUCCESS) bad += " attribute " + std::to_string(int(x.attributeType)) + ": " + cupti_error(x.attributeStatus) + ";";
+    return note_error_locked(s, "PC sampling configuration: " + cupti_error(r) + bad);
+  }
+  // The configuration in force (CUPTI's defaults where none was asked for), one attribute a query.
+  auto get = [&](CUpti_PCSamplingConfigurationAttributeType t, CUpti_PCSamplingConfigurationInfo* out) {
+    *out = attr(t);
+    CUpti_PCSamplingConfigurationInfoParams q{};
+    q.size = CUpti_PCSamplingConfigurationInfoParamsSize, q.ctx = ctx, q.numAttributes = 1, q.pPCSamplingConfigurationInfo = out;
+    return cuptiPCSamplingGetConfigurationAttribute(&q) == CUPTI_SUCCESS;
+  };
+  CUpti_PCSamplingConfigurationInfo got{};
+  Busy b("cuptiPCSamplingGetConfigurationAttribute");
+  const uint32_t period = get(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD, &got) ? got.attributeData.samplingPeriodData.samplingPeriod : s.period;
+  const int64_t mode = get(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE, &got) ? int64_t(got.attributeData.collectionModeData.collectionMode) : -1;
+  const int64_t start_stop = get(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL, &got) ? int64_t(got.attributeData.enableStartStopControlData.enableStartStopControl) : -1;
+  const int64_t scratch = get(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE, &got) ? int64_t(got.attributeData.scratchBufferSizeData.scratchBufferSize) : -1;
+  const int64_t hw = get(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE, &got) ? int64_t(got.attributeData.hardwareBufferSizeData.hardwareBufferSize) : -1;
+  const int64_t sleep = get(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN, &got) ? int64_t(got.attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan) : -1;
+  dbg("configured: period 2^%u, collection mode %lld, start/stop control %lld, scratch %lld B, hardware buffer %lld B, "
+      "CUPTI worker sleep %lld ms, %zu stall reasons, drain %s", period, (long long)mode, (long long)start_stop,
+      (long long)scratch, (long long)hw, (long long)sleep, n, s.drain_mode.c_str());
   char name[256] = "";
   cuDeviceGetName(name, sizeof name, c.device);
   int sms = 0, threads = 0;
   cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, c.device);
   cuDeviceGetAttribute(&threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, c.device);
-  tr::JsonLine("config").str("mode", "pc").unum("context", reinterpret_cast<std::uintptr_t>(ctx)).num("device", c.device)
+  std::lock_guard<std::mutex> lock(s.mu);
+  c.enabled = true;
+  emit(s, std::move(tr::JsonLine("config").str("mode", "pc").unum("context", reinterpret_cast<std::uintptr_t>(ctx)).num("device", c.device)
       .str("device_name", name).num("sms", sms).num("max_warps_per_scheduler", threads / 32 / 4)
-      .unum("period_log2", period).str("collection", "continuous").raw("stall_reasons", list + "]").write(s.out);
+      .unum("period_log2", period).str("collection", mode == CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED ? "serialized" : "continuous")
+      .num("start_stop_control", start_stop).num("scratch_buffer_bytes", scratch).num("hardware_buffer_bytes", hw)
+      .num("worker_sleep_ms", sleep).str("drain", s.drain_mode).num("watchdog_s", int64_t(s.watchdog_s))
+      .raw("stall_reasons", list + "]")));
 }
 
+// SASS metrics on a new context (s.cupti held, s.mu not).
 void enable_sass(State& s, CUcontext ctx, Context& c) {
+  Busy busy("SASS metrics configuration");
   if (!s.sass_configured[c.device]) {
     auto ip = params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
     cuptiProfilerInitialize(&ip);
     auto cn = params<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
     cn.deviceIndex = c.device;
-    if (CUptiResult r = cuptiDeviceGetChipName(&cn); r != CUPTI_SUCCESS) return note_error(s, "chip name: " + cupti_error(r));
+    if (CUptiResult r = cuptiDeviceGetChipName(&cn); r != CUPTI_SUCCESS) return note_error_locked(s, "chip name: " + cupti_error(r));
     std::vector<CUpti_SassMetrics_Config> cfg;
     for (const char* m : kSassMetrics) {
       auto pp = params<CUpti_SassMetrics_GetProperties_Params>(CUpti_SassMetrics_GetProperties_Params_STRUCT_SIZE);
       pp.pChipName = cn.pChipName, pp.pMetricName = m;
       if (CUptiResult r = cuptiSassMetricsGetProperties(&pp); r != CUPTI_SUCCESS)
-        return note_error(s, std::string("SASS metric ") + m + ": " + cupti_error(r));
+        return note_error_locked(s, std::string("SASS metric ") + m + ": " + cupti_error(r));
       s.sass_ids.push_back(pp.metric.metricId);
       s.sass_names[pp.metric.metricId] = m;
       cfg.push_back({pp.metric.metricId, uint8_t(CUPTI_SASS_METRICS_OUTPUT_GRANULARITY_GPU)});
     }
     auto sp = params<CUpti_SassMetricsSetConfig_Params>(CUpti_SassMetricsSetConfig_Params_STRUCT_SIZE);
     sp.numOfMetricConfig = cfg.size(), sp.pConfigs = cfg.data(), sp.deviceIndex = uint32_t(c.device);
-    if (CUptiResult r = cuptiSassMetricsSetConfig(&sp); r != CUPTI_SUCCESS) return note_error(s, "SASS metrics config: " + cupti_error(r));
+    if (CUptiResult r = cuptiSassMetricsSetConfig(&sp); r != CUPTI_SUCCESS) return note_error_locked(s, "SASS metrics config: " + cupti_error(r));
     s.sass_configured[c.device] = true;
   }
   auto ep = params<CUpti_SassMetricsEnable_Params>(CUpti_SassMetricsEnable_Params_STRUCT_SIZE);
   ep.ctx = ctx, ep.enableLazyPatching = 1;
-  if (CUptiResult r = cuptiSassMetricsEnable(&ep); r != CUPTI_SUCCESS) return note_error(s, "cuptiSassMetricsEnable: " + cupti_error(r));
-  c.enabled = true;
+  CUptiResult r;
+  {
+    Busy b("cuptiSassMetricsEnable");
+    r = cuptiSassMetricsEnable(&ep);
+  }
+  if (r != CUPTI_SUCCESS) return note_error_locked(s, "cuptiSassMetricsEnable: " + cupti_error(r));
   char name[256] = "";
   cuDeviceGetName(name, sizeof name, c.device);
-  tr::JsonLine("config").str("mode", "sass").unum("context", reinterpret_cast<std::uintptr_t>(ctx)).num("device", c.device)
-      .str("device_name", name).write(s.out);
+  std::lock_guard<std::mutex> lock(s.mu);
+  c.enabled = true;
+  emit(s, std::move(tr::JsonLine("config").str("mode", "sass").unum("context", reinterpret_cast<std::uintptr_t>(ctx)).num("device", c.device)
+      .str("device_name", name).num("watchdog_s", int64_t(s.watchdog_s))));
 }
 
-void on_module(State& s, const CUpti_ResourceData* r) {
+void on_module(State& s, const CUpti_ResourceData* r) {  // s.mu held
   const auto* m = static_cast<const CUpti_ModuleResourceData*>(r->resourceDescriptor);
   if (!m || !m->pCubin || !m->cubinSize) return;
   CUpti_GetCubinCrcParams p{};
@@ -379,13 +574,13 @@ void on_module(State& s, const CUpti_ResourceData* r) {
   } else {
     c.path.clear();
   }
-  tr::JsonLine("module").str("crc", tr::hex64(p.cubinCrc)).unum("module_id", m->moduleId).unum("bytes", m->cubinSize)
-      .str("cubin", c.path).write(s.out);
+  emit(s, std::move(tr::JsonLine("module").str("crc", tr::hex64(p.cubinCrc)).unum("module_id", m->moduleId).unum("bytes", m->cubinSize)
+      .str("cubin", c.path).unum("ns", tr::now_ns())));
 }
 
 // A launch's shape and the warps per scheduler its blocks can keep resident (occupancy, at most
 // what the grid provides).
-void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
+void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {  // s.mu held
   if (cb->callbackSite != CUPTI_API_ENTER || !cb->symbolName) return;
   CUfunction f = nullptr;
   std::vector<int64_t> grid, block;
@@ -445,65 +640,258 @@ bool one_of(CUpti_CallbackId id, const CUpti_CallbackId* b, std::size_t n) {
   return false;
 }
 
+// The program's call `what` on this thread waits (enter) or no longer does (exit), for the watchdog.
+void wait_mark(bool enter, const char* what) {
+  const long tid = long(syscall(SYS_gettid));
+  std::lock_guard<std::mutex> lock(g_wait_mu);
+  if (enter) {
+    g_waits[tid] = Wait{tr::now_ns(), what ? what : "?", false};
+  } else {
+    auto it = g_waits.find(tid);
+    if (it == g_waits.end()) return;
+    if (it->second.reported)
+      dbg("%s returned after %.1f s", it->second.what.c_str(), double(tr::now_ns() - it->second.since) * 1e-9);
+    g_waits.erase(it);
+  }
+}
+
+struct Inside {  // marks this thread as inside the library: callbacks it causes return at once
+  bool was;
+  Inside() : was(t_inside) { t_inside = true; }
+  ~Inside() { t_inside = was; }
+};
+
+std::atomic<uint64_t> g_callbacks{0};
+
 void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
+  if (t_inside) {  // caused by the library itself (CUPTI or the driver calling back): never wait on it
+    dbg("callback %d/%u on a thread inside the library: ignored", int(domain), unsigned(id));
+    return;
+  }
+  Inside inside;
   State& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (s.done) return;
+  const uint64_t nth = ++g_callbacks;
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-    if (one_of(id, kLaunches, std::size(kLaunches))) return on_launch(s, cb, id);
-    if (cb->callbackSite != CUPTI_API_EXIT || tr::now_ns() - s.last_drain < s.drain_ns) return;
-    auto it = s.contexts.find(cb->context);
-    if (it != s.contexts.end()) drain(s, cb->context, it->second);
+    const bool enter = cb->callbackSite == CUPTI_API_ENTER;
+    if (nth <= 40 || nth % 10000 == 0)
+      dbg("callback #%llu: %s %s%s%s", static_cast<unsigned long long>(nth), cb->functionName ? cb->functionName : "?",
+          enter ? "enter" : "exit", cb->symbolName ? " " : "", cb->symbolName ? cb->symbolName : "");
+    wait_mark(enter, cb->functionName);
+    if (one_of(id, kLaunches, std::size(kLaunches))) {
+      std::lock_guard<std::mutex> lock(s.mu);
+      if (!s.done) on_launch(s, cb, id);
+      return;
+    }
+    // A synchronisation's exit: drain here only in `sync` mode (and always for SASS metrics),
+    // only if nobody else is inside CUPTI; never wait.
+    if (enter || s.finishing || (s.mode == "pc" && s.drain_mode != "sync")) return;
+    if (tr::now_ns() - s.last_drain < s.drain_ns) return;
+    std::unique_lock<std::timed_mutex> cupti(s.cupti, std::try_to_lock);
+    if (!cupti.owns_lock()) {
+      std::lock_guard<std::mutex> lock(s.mu);
+      ++s.skipped_drains;
+      return;
+    }
+    Context* c = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      auto it = s.contexts.find(cb->context);
+      if (it != s.contexts.end() && !s.done) c = &it->second;
+    }
+    if (c) drain(s, cb->context, *c, cb->functionName ? cb->functionName : "synchronisation");
     return;
   }
   if (domain != CUPTI_CB_DOMAIN_RESOURCE) return;
   const auto* r = static_cast<const CUpti_ResourceData*>(data);
+  dbg("resource callback %u, context %p", unsigned(id), static_cast<void*>(r->context));
+  const auto limit = std::chrono::milliseconds(int64_t(std::max(s.watchdog_s, 1.0) * 1000));
   if (id == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
-    Context& c = s.contexts[r->context];
-    CUdevice dev = 0;
-    if (cuCtxGetDevice(&dev) == CUDA_SUCCESS) c.device = int(dev);
-    s.mode == "sass" ? enable_sass(s, r->context, c) : enable_pc(s, r->context, c);
+    Context* c = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      if (s.done) return;
+      c = &s.contexts[r->context];
+      CUdevice dev = 0;
+      if (cuCtxGetDevice(&dev) == CUDA_SUCCESS) c->device = int(dev);
+    }
+    std::unique_lock<std::timed_mutex> cupti(s.cupti, std::defer_lock);
+    if (!cupti.try_lock_for(limit)) return note_error_locked(s, "context created while the library's CUPTI call is stuck: not sampled");
+    s.mode == "sass" ? enable_sass(s, r->context, *c) : enable_pc(s, r->context, *c);
   } else if (id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
-    auto it = s.contexts.find(r->context);
-    if (it != s.contexts.end()) finish_context(s, r->context, it->second), s.contexts.erase(it);
+    Context* c = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      auto it = s.contexts.find(r->context);
+      if (it == s.contexts.end() || s.done) return;
+      c = &it->second;
+    }
+    std::unique_lock<std::timed_mutex> cupti(s.cupti, std::defer_lock);
+    if (!cupti.try_lock_for(limit)) return note_error_locked(s, "context destroyed while the library's CUPTI call is stuck: its samples are lost");
+    finish_context(s, r->context, *c, "context destroy");
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.contexts.erase(r->context);
   } else if (id == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.done) return;
     on_module(s, r);
-    auto it = s.contexts.find(r->context);  // records CUPTI flushed at an earlier unload
-    if (it != s.contexts.end() && it->second.config && it->second.config->data.totalNumPcs)
-      consume(s, r->context, it->second, it->second.config->data);
-  } else if (id == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING) {
+    // Records CUPTI flushed into the configuration buffer at an earlier unload (CUPTI writes
+    // that buffer only inside the program's own unload and disable calls, never concurrently).
     auto it = s.contexts.find(r->context);
-    if (it != s.contexts.end()) drain(s, r->context, it->second);
+    if (it != s.contexts.end() && it->second.config && it->second.config->data.totalNumPcs)
+      consume(s, r->context, it->second, it->second.config->data), std::fflush(s.out);
+  }
+  // Module unload: CUPTI flushes the module's records into the configuration buffer itself
+  // (cuptiPCSamplingGetData's documentation); they are taken at the next module load or the end.
+}
+
+// The library's thread that drains PC sampling (drain mode `thread`): never a program thread.
+void drain_thread() {
+  t_inside = true;
+  State& s = state();
+  dbg("drain thread started, every %.0f ms", double(s.drain_ns) * 1e-6);
+  while (!s.stop_threads) {
+    std::this_thread::sleep_for(std::chrono::nanoseconds(s.drain_ns));
+    if (s.stop_threads || s.finishing) break;
+    std::unique_lock<std::timed_mutex> cupti(s.cupti, std::defer_lock);
+    if (!cupti.try_lock_for(std::chrono::milliseconds(100))) continue;
+    for (auto& [ctx, c] : enabled_contexts(s)) {
+      // CUPTI's calls expect the context current on the calling thread.
+      if (cuCtxPushCurrent(ctx) != CUDA_SUCCESS) continue;
+      drain(s, ctx, *c, "drain thread");
+      CUcontext popped = nullptr;
+      cuCtxPopCurrent(&popped);
+    }
+  }
+  dbg("drain thread ends");
+}
+
+// Disables PC sampling on every context (the watchdog's remedy for a program stuck under it).
+void disable_all(State& s, const char* why) {
+  std::unique_lock<std::timed_mutex> cupti(s.cupti, std::defer_lock);
+  if (!cupti.try_lock_for(std::chrono::seconds(2))) {
+    dbg("watchdog: cannot disable sampling: the library's CUPTI call (%s) holds the lock", g_op_what.load());
+    return;
+  }
+  for (auto& [ctx, c] : enabled_contexts(s)) {
+    if (cuCtxPushCurrent(ctx) != CUDA_SUCCESS) continue;
+    finish_context(s, ctx, *c, why);
+    CUcontext popped = nullptr;
+    cuCtxPopCurrent(&popped);
+  }
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.disabled_by_watchdog = true;
+}
+
+void write_end(State& s);
+
+void watchdog_thread() {
+  t_inside = true;
+  State& s = state();
+  const uint64_t limit = uint64_t(s.watchdog_s * 1e9);
+  uint64_t reported_op = 0;
+  dbg("watchdog started: %.0f s", s.watchdog_s);
+  while (!s.stop_threads) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    const uint64_t now = tr::now_ns();
+    // The library stuck in a CUPTI call of its own.
+    const uint64_t since = g_op_since, seq = g_op_seq;
+    if (since && now - since > limit && seq != reported_op) {
+      reported_op = seq;
+      const std::string what = g_op_what.load();
+      std::fprintf(stderr, "archbench-pcsample: watchdog: the library has been in %s for %.0f s%s\n", what.c_str(),
+                   double(now - since) * 1e-9, s.finishing ? " at exit" : "");
+      {
+        std::unique_lock<std::mutex> lock(s.mu, std::defer_lock);
+        if (lock.try_lock()) {
+          ++s.watchdog_events;
+          emit(s, std::move(tr::JsonLine("watchdog").str("stuck", "library").str("call", what)
+                                .raw("seconds", std::to_string(double(now - since) * 1e-9)).boolean("at_exit", s.finishing)
+                                .unum("ns", now)));
+          if (s.error.empty()) s.error = "stuck in " + what;
+        }
+      }
+      if (s.finishing) {  // the program is done; the library must not keep it from ending
+        std::lock_guard<std::mutex> lock(s.mu);
+        s.forced_exit = true;
+        write_end(s);
+        std::fprintf(stderr, "archbench-pcsample: watchdog: ending the process (exit status 0) after the program finished\n");
+        _exit(0);
+      }
+    }
+    // The program stuck in a synchronisation or launch under sampling.
+    std::string stuck;
+    double stuck_s = 0;
+    {
+      std::lock_guard<std::mutex> lock(g_wait_mu);
+      for (auto& [tid, w] : g_waits)
+        if (!w.reported && now - w.since > limit) {
+          w.reported = true, stuck = w.what, stuck_s = double(now - w.since) * 1e-9;
+          break;
+        }
+    }
+    if (stuck.empty()) continue;
+    std::fprintf(stderr, "archbench-pcsample: watchdog: the program has waited in %s for %.0f s under sampling%s\n",
+                 stuck.c_str(), stuck_s, s.mode == "pc" && !s.disabled_by_watchdog ? "; disabling PC sampling" : "");
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      ++s.watchdog_events;
+      emit(s, std::move(tr::JsonLine("watchdog").str("stuck", "program").str("call", stuck).raw("seconds", std::to_string(stuck_s))
+                            .str("library_call", since ? g_op_what.load() : "").unum("ns", now)));
+      if (s.error.empty()) s.error = "the program waited in " + stuck + " for " + std::to_string(int(stuck_s)) + " s under sampling";
+    }
+    if (s.mode == "pc" && !s.disabled_by_watchdog && !s.finishing) disable_all(s, "watchdog");
   }
 }
 
-void finish() {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
+void write_end(State& s) {  // s.mu held
   if (s.done) return;
-  for (auto& [ctx, c] : s.contexts) finish_context(s, ctx, c);
   s.done = true;
   for (const auto& [key, sh] : s.shapes)
     tr::JsonLine("launch").str("function", sh.name).str("name", demangle(sh.name.c_str())).nums("grid", sh.grid)
         .nums("block", sh.block).unum("launches", sh.launches).raw("warps_per_scheduler", std::to_string(sh.warps_per_scheduler))
         .write(s.out);
-  tr::JsonLine("end").str("mode", s.mode).unum("pc_records", s.pc_records).unum("sass_records", s.sass_records)
+  emit(s, std::move(tr::JsonLine("end").str("mode", s.mode).unum("pc_records", s.pc_records).unum("sass_records", s.sass_records)
       .unum("total_samples", s.samples).unum("dropped_samples", s.dropped).unum("non_user_samples", s.non_user)
-      .boolean("hardware_buffer_full", s.hw_full).unum("drains", s.drains).unum("modules", s.cubins.size())
-      .str("error", s.error).unum("end_ns", tr::now_ns()).write(s.out);
-  std::fflush(s.out);
-  std::fprintf(stderr, "archbench-pcsample: %s mode, %llu samples (%llu dropped), %zu modules; %s\n", s.mode.c_str(),
+      .boolean("hardware_buffer_full", s.hw_full).unum("drains", s.drains).unum("skipped_drains", s.skipped_drains)
+      .unum("modules", s.cubins.size()).str("drain", s.drain_mode).unum("watchdog_events", s.watchdog_events)
+      .boolean("disabled_by_watchdog", s.disabled_by_watchdog).boolean("forced_exit", s.forced_exit)
+      .str("error", s.error).unum("end_ns", tr::now_ns())));
+  std::fprintf(stderr, "archbench-pcsample: %s mode, %llu samples (%llu dropped), %zu modules%s%s; %s\n", s.mode.c_str(),
                static_cast<unsigned long long>(s.samples), static_cast<unsigned long long>(s.dropped), s.cubins.size(),
-               s.out_path.c_str());
+               s.error.empty() ? "" : "; ", s.error.c_str(), s.out_path.c_str());
+}
+
+void finish() {
+  Inside inside;
+  State& s = state();
+  dbg("exit: finishing");
+  s.finishing = true;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.done) return;
+  }
+  std::unique_lock<std::timed_mutex> cupti(s.cupti, std::defer_lock);
+  if (cupti.try_lock_for(std::chrono::milliseconds(int64_t(std::max(s.watchdog_s, 1.0) * 1000)))) {
+    for (auto& [ctx, c] : enabled_contexts(s)) finish_context(s, ctx, *c, "exit");
+  } else {
+    note_error_locked(s, std::string("at exit the library's CUPTI call (") + g_op_what.load() + ") was still running: the rest of the samples are lost");
+  }
+  s.stop_threads = true;
+  std::lock_guard<std::mutex> lock(s.mu);
+  write_end(s);
+  dbg("exit: done");
 }
 
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  Inside inside;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.sub) return 1;
+  g_t0 = tr::now_ns();
+  if (const char* d = std::getenv("ARCHBENCH_PCSAMPLING_DEBUG"); d && *d && std::strcmp(d, "0")) g_debug = true;
   const char* path = std::getenv("ARCHBENCH_PCSAMPLE_OUT");
   s.out_path = path && *path ? path : "pcsample-" + std::to_string(getpid()) + ".jsonl";
   s.out = std::fopen(s.out_path.c_str(), "w");
@@ -519,12 +907,20 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     return 0;
   }
   if (const char* p = std::getenv("ARCHBENCH_PCSAMPLE_PERIOD"); p && *p) s.period = uint32_t(std::strtoul(p, nullptr, 10));
-  if (const char* d = std::getenv("ARCHBENCH_PCSAMPLE_DRAIN_MS"); d && *d) s.drain_ns = uint64_t(std::atof(d) * 1e6);
+  if (const char* d = std::getenv("ARCHBENCH_PCSAMPLE_DRAIN_MS"); d && *d) s.drain_ns = std::max<uint64_t>(uint64_t(std::atof(d) * 1e6), 1'000'000);
+  if (const char* d = std::getenv("ARCHBENCH_PCSAMPLE_DRAIN"); d && *d) s.drain_mode = d;
+  if (s.drain_mode != "thread" && s.drain_mode != "sync" && s.drain_mode != "exit") {
+    std::fprintf(stderr, "archbench-pcsample: unknown drain mode %s (thread, sync or exit); unobserved\n", s.drain_mode.c_str());
+    return 0;
+  }
+  if (const char* w = std::getenv("ARCHBENCH_PCSAMPLE_WATCHDOG_S"); w && *w) s.watchdog_s = std::atof(w);
   char date[32];
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  tr::JsonLine("process").num("pid", getpid()).str("command", tr::command_line()).unum("start_ns", tr::now_ns())
-      .str("date", date).str("mode", s.mode).write(s.out);
+  emit(s, std::move(tr::JsonLine("process").num("pid", getpid()).str("command", tr::command_line()).unum("start_ns", tr::now_ns())
+      .str("date", date).str("mode", s.mode).str("drain", s.drain_mode).raw("watchdog_s", std::to_string(s.watchdog_s))));
+  dbg("injection: %s mode, drain %s every %.0f ms, watchdog %.0f s, out %s", s.mode.c_str(), s.drain_mode.c_str(),
+      double(s.drain_ns) * 1e-6, s.watchdog_s, s.out_path.c_str());
   if (cuptiSubscribe(&s.sub, callback, nullptr) != CUPTI_SUCCESS) {
     std::fprintf(stderr, "archbench-pcsample: cuptiSubscribe failed (another CUPTI client?); unobserved\n");
     return 0;
@@ -534,6 +930,10 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   for (CUpti_CallbackId id : {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
                               CUPTI_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING})
     cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_RESOURCE, id);
+  // Synchronisation and launch callbacks at both sites (enter: the watchdog's view of a wait).
   std::atexit(finish);
+  if (s.mode == "pc" && s.drain_mode == "thread") std::thread(drain_thread).detach();
+  if (s.watchdog_s > 0) std::thread(watchdog_thread).detach();
+  dbg("injection ready");
   return 1;
 }
