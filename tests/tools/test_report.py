@@ -12,6 +12,7 @@ else /usr/bin/python3.
 
 import base64
 import collections
+import html as html_lib
 import json
 import os
 import re
@@ -141,6 +142,10 @@ def synthetic(device="Synthetic GPU", backend="opencl", scale=1.0, families=None
     return {"context": context, "benchmarks": out}
 
 
+def html_unescape(text):
+    return html_lib.unescape(text)
+
+
 def write(folder, name, doc):
     path = os.path.join(folder, name)
     with open(path, "w", encoding="utf-8") as f:
@@ -192,6 +197,43 @@ class ReportTest(unittest.TestCase):
         self.assertIn("Synthetic GPU", html)
         self.assertNotIn("<script", html)
         self.assertIsNone(re.search(r'(src|href)="(?!data:|#)', html), "nothing fetched")
+
+    def test_seed002_table4(self):
+        # Seed 002 Table 4 beside ours: the seed's and SHOC's numbers from seeds.json, ours the best
+        # median of the matching benchmarks in the seed's unit, "not measured" where the run has none.
+        html = self.page()
+        m = re.search(r'<section id="seed-002-table-4"><h2>Seed 002 Table 4: our figures beside the seed&#39;s '
+                      r'SHOC comparison</h2>(.*?)</section>', html, re.S)
+        self.assertIsNotNone(m, "the seed 002 Table 4 section")
+        self.assertIn('href="#seed-002-table-4"', html)
+        self.assertIn("GTX 460 SE", m.group(1))
+        cells = {}
+        for tr in re.findall(r"<tr>(.*?)</tr>", m.group(1))[1:]:
+            tds = [html_unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr)]
+            cells[tds[0]] = tds
+        self.assertEqual(list(cells), ["BUS speed (HtoD)", "BUS speed (DtoH)", "MaxFlops", "global memory read bw",
+                                       "global memory write bw", "local memory read bw", "local memory write bw"])
+        self.assertEqual(cells["BUS speed (HtoD)"][2:6], ["2.7166", "5.3704", "2.4672", "5.1282"])
+        self.assertEqual(cells["local memory write bw"][2:6], ["354.21", "580.13", "353.408", "563.811"])
+        # bus: 1e9 x (1 + bytes/1e6) B/s at 4 and 16 MiB, the best of 4 to 64 MiB (the 1 KiB..16 MiB sweep),
+        # the median repetition (x 1.01).
+        self.assertEqual(cells["BUS speed (HtoD)"][7], f"{1.01 * (1 + (1 << 24) / 1e6):.4g} "
+                                                       "(bus/opencl/to_device_pinned/bytes:16777216)")
+        # MaxFlops: the best of mad float at every width (float4: 4e12 x 1.01), the groups study (8e11) and
+        # the search (4.1e11): 4,040 GFLOPS.
+        self.assertEqual(cells["MaxFlops"][7], "4,040 (compute/opencl/mad/float4)")
+        self.assertEqual(cells["global memory read bw"][7], "252.5 (memory/opencl/stride_read/stride:1)")
+        self.assertEqual(cells["local memory read bw"][7], "505 (local/opencl/read/stride:1)")
+        for row in ("BUS speed (DtoH)", "global memory write bw", "local memory write bw"):
+            self.assertEqual(cells[row][7], "not measured", row)
+        self.assertEqual(len(cells["MaxFlops"]), 8, "one column of ours per run")
+
+    def test_seed002_table4_not_measured(self):
+        out = os.path.join(self.tmp, "latency-only.html")
+        code, _, err = report(write(self.tmp, "latency-only.json", synthetic(families=("latency",))), "-o", out)
+        self.assertEqual(code, 0, err)
+        m = re.search(r'<section id="seed-002-table-4">(.*?)</section>', self.page(out), re.S)
+        self.assertEqual(m.group(1).count(">not measured</td>"), 7)
 
     def test_int_and_float_in_one_chart(self):
         html = self.page()

@@ -15,7 +15,9 @@ view (archbench_compare's verdicts, the first run as the base) and the history v
 The page holds everything it shows (charts as SVG or PNG data URIs, inline CSS, no script, nothing
 fetched). Charts: matplotlib (Agg); where it is not importable the page is still written with its
 tables, and each chart says why it is missing. Headline figures stand beside the device's
-published limits where the roofline tool knows them (its textbook table).
+published limits where the roofline tool knows them (its textbook table). Seed tables: a seed's
+published figures (seeds.json beside this file) beside the best median of the benchmarks
+SEED_TABLES maps each row to, "not measured" where the run has none (seed 002 Table 4).
 
 Charts are table-driven: CHARTS lists (family, title, which rows, kind of chart, caption); rows no
 entry takes get a generic bar chart of their family. Exit: 0 written, 2 bad input (a malformed,
@@ -24,6 +26,7 @@ foreign or unreadable file, no benchmarks, an output that cannot be written), 1 
 
 import argparse
 import base64
+import json
 import math
 import os
 import re
@@ -737,6 +740,120 @@ def headline(run):
     return out, tb
 
 
+# ---------------------------------------------------------------- seeds' tables beside ours
+
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "seeds.json"), encoding="utf-8") as _f:
+    SEEDS = json.load(_f)["tables"]  # the seeds' published figures (tools/archbench/seeds.json)
+
+
+@dataclass
+class SeedRow:
+    """Which of our benchmarks answers a row of a seed's table: names matching pattern (the backend
+    is any), the best (largest) median of counter over them, sizes limited to bytes (lo, hi) where
+    given; what: the rule in words, shown in the table."""
+    pattern: str
+    counter: str
+    what: str
+    bytes: tuple = ()
+
+
+MIB = 1 << 20
+# seed 002 Table 4's rows (the keys of seeds.json) -> our benchmarks.
+SEED_TABLES = {
+    "seed002_table4": {
+        "bus_htod": SeedRow(r"^bus/[^/]+/to_device_pinned/bytes:\d+$", "byte_per_s",
+                            "bus/*/to_device_pinned, best of 4 to 64 MiB", (4 * MIB, 64 * MIB)),
+        "bus_dtoh": SeedRow(r"^bus/[^/]+/to_host_pinned/bytes:\d+$", "byte_per_s",
+                            "bus/*/to_host_pinned, best of 4 to 64 MiB", (4 * MIB, 64 * MIB)),
+        "maxflops": SeedRow(r"^compute/[^/]+/mad/float(2|4|8|16)?(/.*)?$", "flop_per_s",
+                            "compute/*/mad/float*, best of widths, work-group counts and the search"),
+        "global_read": SeedRow(r"^memory/[^/]+/stride_read/stride:1$", "byte_per_s", "memory/*/stride_read/stride:1"),
+        "global_write": SeedRow(r"^memory/[^/]+/stride_write/stride:1$", "byte_per_s",
+                                "memory/*/stride_write/stride:1"),
+        "local_read": SeedRow(r"^local/[^/]+/read/stride:1$", "byte_per_s", "local/*/read/stride:1"),
+        "local_write": SeedRow(r"^local/[^/]+/write/stride:1$", "byte_per_s", "local/*/write/stride:1"),
+    },
+}
+SEED_CAPTIONS = {  # key -> (anchor, title, caption: the seed, its table, what differs)
+    "seed002_table4": (
+        "seed-002-table-4", "Seed 002 Table 4: our figures beside the seed's SHOC comparison",
+        "Seed 002 (Yan, Shi, Wang, Yang: An OpenCL micro-benchmark suite for GPUs and CPUs), Table 4: its "
+        "benchmarks' figures beside SHOC's on a GeForce GTX 460 SE and a Radeon HD 6850 (PCIe 2.0, 2012), and "
+        "ours from the runs of this page, in the seed's units. What differs: the hardware (ours is the device in "
+        "the facts, and the backend of the run: CUDA's figures are not OpenCL's); bus speed is our pinned host "
+        "memory (SHOC's default; the seed copied plain host buffers with clEnqueueRead/WriteBuffer, our "
+        "to_*_pageable) and the best of the seed's sizes, 4 to 64 MiB; MaxFlops is single precision, the best "
+        "mad (fma) float over vector widths, work-group counts and, where run (--sweep=full), the seed's search "
+        "over work-items x work-group size (SHOC's MaxFlops: the best of its arithmetic chains); global memory is "
+        "stride 1 of the seed's formula 1 (coalesced, as SHOC's coalesced read and write), whose 128 accesses per "
+        "work-item, 32768 words apart, overlap between work-items and cover at most work-items + 127 x 32768 "
+        "words: 17 MiB with the H100's 270,336 work-items, 1 MiB with PoCL's 2,048, so a cache serves them "
+        "(on the H100 its 50 MB L2: the figure is above HBM3's 3.35 TB/s) where the seed's GPUs, with caches "
+        "under 1 MiB, read device memory; local memory is stride 1 of the bank-conflict benchmark (no "
+        "conflict). Ours are medians over repetitions, the seed's and SHOC's single figures as printed."),
+}
+
+
+def seed_value(run, spec):
+    """(best median, its benchmark name, failed count) of a run's rows that answer a SeedRow."""
+    best, name, failed = None, "", 0
+    for row in run.rows:
+        if not re.match(spec.pattern, row.name):
+            continue
+        if spec.bytes and not spec.bytes[0] <= (as_number(row.axes.get("bytes")) or 0) <= spec.bytes[1]:
+            continue
+        if row.error:
+            failed += 1
+            continue
+        v = row.values.get(spec.counter)
+        if v is not None and (best is None or v > best):
+            best, name = v, row.name
+    return best, name, failed
+
+
+def seed_number(value):
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+def seed_table(page, key):
+    """(header, rows) of a seed's table with our figures of each run: the seed's numbers per suite and
+    device, the rule that finds ours, and ours (the best median, the benchmark it came from) in the
+    seed's unit; 'not measured' where no benchmark of the run answers the row."""
+    seed, rules = SEEDS[key], SEED_TABLES[key]
+    suites = list(seed["rows"][0]["values"])
+    header = ["metric", "unit"] + [f"{name}: {dev}" for s, name in zip(suites, seed["suites"])
+                                   for dev in seed["devices"]] + ["ours: benchmark (best median)"] + \
+        [f"ours: {r.label}" for r in page.runs]
+    rows = []
+    for srow in seed["rows"]:
+        spec = rules.get(srow["key"])
+        cells = [srow["metric"], srow["unit"]] + [f"{v:g}" for s in suites for v in srow["values"][s]]
+        cells.append(spec.what if spec else "no archbench benchmark")
+        for run in page.runs:
+            value, name, failed = seed_value(run, spec) if spec else (None, "", 0)
+            if value is None:
+                cells.append("not measured" + (f" ({failed} failed)" if failed else ""))
+            else:
+                cells.append(f"{seed_number(value / srow['scale'])} ({name})")
+        rows.append(cells)
+    return header, rows
+
+
+def seed_tables_html(page):
+    """Every seed table of SEED_TABLES as a section: [(anchor, title, html lines)]."""
+    out = []
+    for key in SEED_TABLES:
+        seed = SEEDS[key]
+        header, rows = seed_table(page, key)
+        first = 2 + sum(len(v) for v in seed["rows"][0]["values"].values())
+        html = table(header, rows, numeric=[i for i in range(2, len(header)) if i != first])
+        html.append(f"<p class=note>{escape(seed['reference'])}; seeds/{escape(seed['file'])}. "
+                    f"{escape(seed['hosts'])}. Published peaks: {escape(seed['published_peaks'])}.</p>")
+        anchor, title, caption = SEED_CAPTIONS[key]
+        out.append((anchor, title, [f"<p>{escape(caption)}</p>"] + html))
+    return out
+
+
 # ---------------------------------------------------------------- HTML
 
 CSS = """body{font-family:sans-serif;margin:1.5em auto;max-width:1200px;color:#222;padding:0 1em}
@@ -864,12 +981,15 @@ def page_html(page, fmt, title):
     body = [f"<h1>{escape(title)}</h1>",
             "<p class=note>Written by tools/archbench_report.py from the files listed under the device facts; "
             "values are medians over repetitions.</p>", "<nav>"]
-    extra = [("facts", "Device facts"), ("headline", "Headline")]
+    seeds = seed_tables_html(page)
+    extra = [("facts", "Device facts"), ("headline", "Headline")] + [(a, t) for a, t, _ in seeds]
     if len(page.runs) > 1:
         extra += [("compare", "Compare"), ("history", "History")]
     body += [f'<a href="#{a}">{escape(t)}</a>' for a, t in extra + [(s[0], s[1]) for s in parts]]
     body += ["</nav>", '<section id="facts"><h2>Device facts</h2>'] + facts_html(page) + ["</section>"]
     body += ['<section id="headline"><h2>Headline</h2>'] + headline_html(page) + ["</section>"]
+    for anchor, name, lines in seeds:
+        body += [f'<section id="{anchor}"><h2>{escape(name)}</h2>'] + lines + ["</section>"]
     if len(page.runs) > 1:
         body += ['<section id="compare" class="chart"><h2>Compare</h2>'] + compare_html(page, fmt) + ["</section>"]
         body += ['<section id="history" class="chart"><h2>History</h2>'] + history_html(page, fmt) + ["</section>"]
