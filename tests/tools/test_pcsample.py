@@ -117,6 +117,25 @@ class Attribution(unittest.TestCase):
         p = subprocess.run([sys.executable, TOOL, "--period", "3", "--report", RAW], capture_output=True, text=True)
         self.assertEqual(p.returncode, 2)
 
+    def test_overflow_names_the_samples_lost(self):
+        # CUPTI's hardware buffer overflowed (the families run on the H100: 44 drains failed): the
+        # report says how many drains failed and about how many samples were lost.
+        d = tempfile.mkdtemp()
+        raw = os.path.join(d, "full.jsonl")
+        with open(raw, "w") as f:
+            for line in open(RAW):
+                r = json.loads(line)
+                if r["type"] == "end":
+                    r.update({"hardware_buffer_full": True, "overflow_drains": 44, "overflow_s": 2.2,
+                              "lost_samples_estimate": 31000000})
+                    line = json.dumps(r) + "\n"
+                f.write(line)
+        j = os.path.join(d, "full.json")
+        p = subprocess.run([sys.executable, TOOL, "--report", raw, "--json", j], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("hardware buffer overflowed: 44 drains failed over 2.20 s; about 31000000 samples lost", p.stdout)
+        self.assertEqual(json.load(open(j))["context"]["lost_samples_estimate"], 31000000)
+
     def test_cut_short_run_says_so(self):
         # A run killed before its end record (the first H100 run hung): the drained samples count
         # and the report names what went wrong, with the watchdog's records.

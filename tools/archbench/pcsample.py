@@ -413,7 +413,13 @@ def context_of(recs, context):
                         "max_warps_per_scheduler": p.get("max_warps_per_scheduler")})
     for e in recs["end"][:1]:
         context.update({k: e.get(k) for k in ("total_samples", "dropped_samples", "non_user_samples",
-                                               "hardware_buffer_full", "drains", "disabled_by_watchdog", "forced_exit")})
+                                               "hardware_buffer_full", "drains", "disabled_by_watchdog", "forced_exit",
+                                               "overflow_drains", "overflow_s", "lost_samples_estimate")})
+        if e.get("overflow_drains"):
+            context.setdefault("problems", []).append(
+                f"CUPTI's hardware buffer overflowed: {e['overflow_drains']} drains failed over "
+                f"{float(e.get('overflow_s', 0)):.2f} s; about {int(e.get('lost_samples_estimate', 0))} samples lost "
+                f"(estimated at the rate of the rest; a larger --period or --hw-buffer-mb avoids it)")
         if e.get("error"):
             context.setdefault("problems", []).append(e["error"])
     if not recs["end"]:
@@ -449,8 +455,14 @@ def main(argv=None):
 
 def run(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--period", type=int, default=0, metavar="LOG2",
-                    help="sampling period, 2^LOG2 cycles (5..31); default 0: CUPTI's own for the GPU")
+    ap.add_argument("--period", type=int, default=13, metavar="LOG2",
+                    help="sampling period, 2^LOG2 cycles (5..31; default 13); 0: CUPTI's own for the GPU (2^11 on "
+                         "the H100: a long program overflowed its hardware buffer)")
+    ap.add_argument("--hw-buffer-mb", type=int, default=128, metavar="MB",
+                    help="CUPTI's hardware buffer for the samples (default 128; 0: CUPTI's own, 512)")
+    ap.add_argument("--worker-sleep-ms", type=int, default=20, metavar="MS",
+                    help="how long CUPTI's decoding thread sleeps between passes over the hardware buffer "
+                         "(default 20; 0: CUPTI's own, 100)")
     ap.add_argument("--no-sass", action="store_true", help="skip the SASS metrics run (instructions, warp efficiency)")
     ap.add_argument("--no-native", action="store_true", help="skip the native run (no overhead figure)")
     ap.add_argument("--top", type=int, default=5, help="kernels shown line by line (default 5)")
@@ -496,7 +508,9 @@ def run(argv):
         env = cupti_env(dict(os.environ))
         env.update({"CUDA_INJECTION64_PATH": lib, "ARCHBENCH_PCSAMPLE_OUT": raw, "ARCHBENCH_PCSAMPLE_MODE": "pc",
                     "ARCHBENCH_PCSAMPLE_PERIOD": str(a.period), "ARCHBENCH_PCSAMPLE_DRAIN": a.drain,
-                    "ARCHBENCH_PCSAMPLE_WATCHDOG_S": str(a.watchdog)})
+                    "ARCHBENCH_PCSAMPLE_WATCHDOG_S": str(a.watchdog),
+                    "ARCHBENCH_PCSAMPLE_HW_BUFFER_MB": str(a.hw_buffer_mb),
+                    "ARCHBENCH_PCSAMPLE_WORKER_SLEEP_MS": str(a.worker_sleep_ms)})
         if a.debug:
             env["ARCHBENCH_PCSAMPLING_DEBUG"] = "1"
         print(f"{TOOL}: sampled run (drain {a.drain}, watchdog {a.watchdog:g} s)", file=sys.stderr)

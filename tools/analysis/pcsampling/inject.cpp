@@ -25,7 +25,8 @@
 //     exit writes its end record and ends the process (exit status 0, `forced_exit`).
 //   - every record except the PC records is flushed as it is written, so a killed run leaves
 //     what it did; ARCHBENCH_PCSAMPLING_DEBUG=1 logs every step to stderr.
-// Every module's cubin comes from the module-loaded callback; it is kept (for
+// Every module's cubin comes from the module-loaded callback (also when the driver loads a module
+// lazily inside a call of the library: kept then and taken later); it is kept (for
 // cuptiGetSassToSourceCorrelation: file and line of each PC, -lineinfo) and written beside the
 // output for the disassembly. Records, one JSON object a line (tools/archbench/pcsample.py reads
 // them): process, config, module, pc (pc mode), sass (sass mode), drain, launch, watchdog, error,
@@ -33,7 +34,10 @@
 // Environment (set by the command):
 //   ARCHBENCH_PCSAMPLE_OUT         output file (default ./pcsample-<pid>.jsonl); cubins in OUT.cubins/
 //   ARCHBENCH_PCSAMPLE_MODE        pc (default) or sass
-//   ARCHBENCH_PCSAMPLE_PERIOD      pc mode: sampling period, log2 of cycles (5..31); 0: CUPTI's default
+//   ARCHBENCH_PCSAMPLE_PERIOD      pc mode: sampling period, log2 of cycles (5..31; default 13); 0: CUPTI's
+//                                  default (2^11 on the H100, whose samples overflowed a 512 MB buffer)
+//   ARCHBENCH_PCSAMPLE_HW_BUFFER_MB pc mode: CUPTI's hardware buffer (default 128; 0: CUPTI's 512)
+//   ARCHBENCH_PCSAMPLE_WORKER_SLEEP_MS pc mode: CUPTI's decoding thread's sleep (default 20; 0: CUPTI's 100)
 //   ARCHBENCH_PCSAMPLE_DRAIN       pc mode: thread (default), sync or exit (see above)
 //   ARCHBENCH_PCSAMPLE_DRAIN_MS    least time between two drains (default 50)
 //   ARCHBENCH_PCSAMPLE_WATCHDOG_S  seconds before the watchdog acts (default 10; 0: no watchdog)
@@ -117,7 +121,11 @@ struct State {
   FILE* out = nullptr;
   std::string out_path, cubin_dir, mode = "pc";
   std::string drain_mode = "thread";
-  uint32_t period = 0;
+  uint32_t period = 13;          // log2 cycles; 0: CUPTI's own (2^11 on the H100: its hardware buffer overflowed)
+  uint64_t hw_buffer_bytes = uint64_t(128) << 20;  // 0: CUPTI's own (512 MB: slow to set up and free)
+  uint64_t worker_sleep_ms = 20;                   // 0: CUPTI's own (100 ms)
+  uint64_t oom_drains = 0, oom_first_ns = 0, oom_last_ns = 0, sampling_ns = 0, enabled_ns = 0;
+  uint64_t deferred_modules = 0;
   double watchdog_s = 10;
   std::atomic<uint64_t> last_drain{0};
   uint64_t drain_ns = 50'000'000;
@@ -188,6 +196,17 @@ struct Wait {
 };
 std::mutex g_wait_mu;
 std::map<long, Wait> g_waits;
+
+// Modules loaded while this thread was inside the library (CUDA's lazy loading: the driver loads
+// the executable's fatbin module inside a call the library makes, e.g. an occupancy query from a
+// launch callback): their cubin is copied here under its own lock (never held across a call) and
+// taken into the state at the next callback or drain.
+struct PendingCubin {
+  std::vector<char> bytes;
+  uint64_t module_id = 0;
+};
+std::mutex g_pending_mu;
+std::vector<PendingCubin> g_pending;
 
 State& state() {
   static State* s = new State;  // never destroyed: callbacks may come during exit
@@ -340,6 +359,8 @@ std::vector<std::pair<CUcontext, Context*>> enabled_contexts(State& s) {
   return v;
 }
 
+void adopt_pending(State& s);
+
 // PC mode: everything CUPTI has for the context now (GetData never synchronises the device);
 // s.cupti held, s.mu not. `where` names the caller for the log.
 void drain(State& s, CUcontext ctx, Context& c, const char* where) {
@@ -361,8 +382,19 @@ void drain(State& s, CUcontext ctx, Context& c, const char* where) {
     const bool more = c.drain->data.remainingNumPcs > 0;
     std::lock_guard<std::mutex> lock(s.mu);
     if (r != CUPTI_SUCCESS && !c.drain->data.totalNumPcs) {
-      if (r == CUPTI_ERROR_OUT_OF_MEMORY) s.hw_full = true;
-      if (r != CUPTI_ERROR_INVALID_OPERATION || g_debug) note_error(s, std::string("cuptiPCSamplingGetData (") + where + "): " + cupti_error(r));
+      if (r == CUPTI_ERROR_OUT_OF_MEMORY) {
+        // The hardware buffer overflowed (CUPTI decodes it too slowly for the sampling rate):
+        // samples are lost until it recovers. Counted; one error record a streak.
+        s.hw_full = true;
+        const uint64_t t = tr::now_ns();
+        if (!s.oom_first_ns) s.oom_first_ns = t;
+        const bool streak = s.oom_last_ns && t - s.oom_last_ns < 4 * s.drain_ns;
+        s.oom_last_ns = t, ++s.oom_drains;
+        if (!streak) note_error(s, std::string("cuptiPCSamplingGetData (") + where + "): " + cupti_error(r) +
+                                   (c.drain->data.hardwareBufferFull ? " (hardware buffer full)" : ""));
+      } else if (r != CUPTI_ERROR_INVALID_OPERATION || g_debug) {
+        note_error(s, std::string("cuptiPCSamplingGetData (") + where + "): " + cupti_error(r));
+      }
       break;
     }
     pcs += c.drain->data.totalNumPcs, samples += c.drain->data.totalSamples;
@@ -370,6 +402,7 @@ void drain(State& s, CUcontext ctx, Context& c, const char* where) {
     if (!more) break;
   }
   std::lock_guard<std::mutex> lock(s.mu);
+  adopt_pending(s);
   ++s.drains;
   s.last_drain = tr::now_ns();
   std::fflush(s.out);
@@ -401,6 +434,7 @@ void finish_context(State& s, CUcontext ctx, Context& c, const char* where) {
     if (c.config->data.totalNumPcs) consume(s, ctx, c, c.config->data);
   }
   std::lock_guard<std::mutex> lock(s.mu);
+  if (s.enabled_ns) s.sampling_ns += tr::now_ns() - s.enabled_ns, s.enabled_ns = 0;
   c.enabled = false;
   std::fflush(s.out);
 }
@@ -471,6 +505,14 @@ void enable_pc(State& s, CUcontext ctx, Context& c) {
     a.push_back(attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD));
     a.back().attributeData.samplingPeriodData.samplingPeriod = s.period;
   }
+  if (s.hw_buffer_bytes) {
+    a.push_back(attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE));
+    a.back().attributeData.hardwareBufferSizeData.hardwareBufferSize = s.hw_buffer_bytes;
+  }
+  if (s.worker_sleep_ms) {
+    a.push_back(attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN));
+    a.back().attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan = uint32_t(s.worker_sleep_ms);
+  }
   CUpti_PCSamplingConfigurationInfoParams cp{};
   cp.size = CUpti_PCSamplingConfigurationInfoParamsSize, cp.ctx = ctx;
   cp.numAttributes = a.size(), cp.pPCSamplingConfigurationInfo = a.data();
@@ -510,6 +552,7 @@ void enable_pc(State& s, CUcontext ctx, Context& c) {
   cuDeviceGetAttribute(&threads, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, c.device);
   std::lock_guard<std::mutex> lock(s.mu);
   c.enabled = true;
+  s.enabled_ns = tr::now_ns();
   emit(s, std::move(tr::JsonLine("config").str("mode", "pc").unum("context", reinterpret_cast<std::uintptr_t>(ctx)).num("device", c.device)
       .str("device_name", name).num("sms", sms).num("max_warps_per_scheduler", threads / 32 / 4)
       .unum("period_log2", period).str("collection", mode == CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED ? "serialized" : "continuous")
@@ -558,15 +601,18 @@ void enable_sass(State& s, CUcontext ctx, Context& c) {
       .str("device_name", name).num("watchdog_s", int64_t(s.watchdog_s))));
 }
 
-void on_module(State& s, const CUpti_ResourceData* r) {  // s.mu held
-  const auto* m = static_cast<const CUpti_ModuleResourceData*>(r->resourceDescriptor);
-  if (!m || !m->pCubin || !m->cubinSize) return;
+void on_cubin(State& s, const char* cubin, std::size_t size, uint64_t module_id) {  // s.mu held
+  if (!cubin || !size) return;
   CUpti_GetCubinCrcParams p{};
-  p.size = CUpti_GetCubinCrcParamsSize, p.cubin = m->pCubin, p.cubinSize = m->cubinSize;
-  if (cuptiGetCubinCrc(&p) != CUPTI_SUCCESS) return;
+  p.size = CUpti_GetCubinCrcParamsSize, p.cubin = cubin, p.cubinSize = size;
+  if (CUptiResult r = cuptiGetCubinCrc(&p); r != CUPTI_SUCCESS) {
+    dbg("module %llu: cuptiGetCubinCrc: %s", static_cast<unsigned long long>(module_id), cupti_error(r).c_str());
+    return;
+  }
   if (s.cubins.count(p.cubinCrc)) return;
+  dbg("module %llu: cubin %zu B, CRC %s", static_cast<unsigned long long>(module_id), size, tr::hex64(p.cubinCrc).c_str());
   Cubin& c = s.cubins[p.cubinCrc];
-  c.bytes.assign(m->pCubin, m->pCubin + m->cubinSize);
+  c.bytes.assign(cubin, cubin + size);
   c.path = s.cubin_dir + "/" + tr::hex64(p.cubinCrc) + ".cubin";
   if (FILE* f = std::fopen(c.path.c_str(), "wb")) {
     std::fwrite(c.bytes.data(), 1, c.bytes.size(), f);
@@ -574,14 +620,32 @@ void on_module(State& s, const CUpti_ResourceData* r) {  // s.mu held
   } else {
     c.path.clear();
   }
-  emit(s, std::move(tr::JsonLine("module").str("crc", tr::hex64(p.cubinCrc)).unum("module_id", m->moduleId).unum("bytes", m->cubinSize)
+  emit(s, std::move(tr::JsonLine("module").str("crc", tr::hex64(p.cubinCrc)).unum("module_id", module_id).unum("bytes", size)
       .str("cubin", c.path).unum("ns", tr::now_ns())));
+}
+
+void on_module(State& s, const CUpti_ResourceData* r) {  // s.mu held
+  const auto* m = static_cast<const CUpti_ModuleResourceData*>(r->resourceDescriptor);
+  if (m) on_cubin(s, m->pCubin, m->cubinSize, m->moduleId);
+}
+
+// The modules loaded while the library was inside a call of its own (s.mu held).
+void adopt_pending(State& s) {
+  std::vector<PendingCubin> v;
+  {
+    std::lock_guard<std::mutex> lock(g_pending_mu);
+    v.swap(g_pending);
+  }
+  for (const auto& p : v) on_cubin(s, p.bytes.data(), p.bytes.size(), p.module_id);
 }
 
 // A launch's shape and the warps per scheduler its blocks can keep resident (occupancy, at most
 // what the grid provides).
 void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {  // s.mu held
-  if (cb->callbackSite != CUPTI_API_ENTER || !cb->symbolName) return;
+  // At the launch's exit: the driver has loaded the function's module by then (lazy loading), so
+  // the occupancy query below loads nothing inside the library (a module loaded there would come
+  // back as a callback on a thread inside the library).
+  if (cb->callbackSite != CUPTI_API_EXIT || !cb->symbolName) return;
   CUfunction f = nullptr;
   std::vector<int64_t> grid, block;
   size_t smem = 0;
@@ -665,6 +729,17 @@ std::atomic<uint64_t> g_callbacks{0};
 
 void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
   if (t_inside) {  // caused by the library itself (CUPTI or the driver calling back): never wait on it
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
+      // A module the driver loaded inside the library's own call: keep its cubin (no lock of the
+      // state: this thread may hold it), for the next callback or drain to take.
+      const auto* m = static_cast<const CUpti_ModuleResourceData*>(static_cast<const CUpti_ResourceData*>(data)->resourceDescriptor);
+      if (m && m->pCubin && m->cubinSize) {
+        std::lock_guard<std::mutex> lock(g_pending_mu);
+        g_pending.push_back(PendingCubin{std::vector<char>(m->pCubin, m->pCubin + m->cubinSize), m->moduleId});
+      }
+      dbg("module loaded on a thread inside the library: cubin of %zu B kept for later", m ? size_t(m->cubinSize) : size_t(0));
+      return;
+    }
     dbg("callback %d/%u on a thread inside the library: ignored", int(domain), unsigned(id));
     return;
   }
@@ -680,12 +755,14 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
     wait_mark(enter, cb->functionName);
     if (one_of(id, kLaunches, std::size(kLaunches))) {
       std::lock_guard<std::mutex> lock(s.mu);
-      if (!s.done) on_launch(s, cb, id);
+      if (!s.done) on_launch(s, cb, id), adopt_pending(s);
       return;
     }
-    // A synchronisation's exit: drain here only in `sync` mode (and always for SASS metrics),
-    // only if nobody else is inside CUPTI; never wait.
-    if (enter || s.finishing || (s.mode == "pc" && s.drain_mode != "sync")) return;
+    // A synchronisation's exit: drain here only in pc mode's `sync` drain, only if nobody else is
+    // inside CUPTI; never wait. SASS metrics are flushed only at module unload, context end and
+    // exit: on the H100 a flush in the middle of the run ended the collection (every kernel first
+    // launched after the first cuptiSassMetricsGetDataProperties had no records).
+    if (enter || s.finishing || s.mode == "sass" || s.drain_mode != "sync") return;
     if (tr::now_ns() - s.last_drain < s.drain_ns) return;
     std::unique_lock<std::timed_mutex> cupti(s.cupti, std::try_to_lock);
     if (!cupti.owns_lock()) {
@@ -731,9 +808,20 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
     finish_context(s, r->context, *c, "context destroy");
     std::lock_guard<std::mutex> lock(s.mu);
     s.contexts.erase(r->context);
+  } else if (id == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING && s.mode == "sass") {
+    // SASS metrics: the module's counts before it goes.
+    std::unique_lock<std::timed_mutex> cupti(s.cupti, std::defer_lock);
+    if (!cupti.try_lock_for(limit)) return;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      auto it = s.contexts.find(r->context);
+      if (it == s.contexts.end() || s.done || !it->second.enabled) return;
+    }
+    flush_sass(s, r->context);
   } else if (id == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
     std::lock_guard<std::mutex> lock(s.mu);
     if (s.done) return;
+    adopt_pending(s);
     on_module(s, r);
     // Records CUPTI flushed into the configuration buffer at an earlier unload (CUPTI writes
     // that buffer only inside the program's own unload and disable calls, never concurrently).
@@ -846,19 +934,29 @@ void watchdog_thread() {
 
 void write_end(State& s) {  // s.mu held
   if (s.done) return;
+  adopt_pending(s);
   s.done = true;
+  // Samples lost to hardware buffer overflows: CUPTI does not count them; estimated from the time
+  // the drains failed (first to last failure, plus one drain interval) at the rate of the rest.
+  const uint64_t sampled_ns = s.sampling_ns + (s.enabled_ns ? tr::now_ns() - s.enabled_ns : 0);
+  const uint64_t overflow_ns = s.oom_drains ? std::min(sampled_ns, s.oom_last_ns - s.oom_first_ns + s.drain_ns) : 0;
+  const double rate = sampled_ns > overflow_ns ? double(s.samples) / (double(sampled_ns - overflow_ns) * 1e-9) : 0;
+  const uint64_t lost = uint64_t(rate * double(overflow_ns) * 1e-9);
   for (const auto& [key, sh] : s.shapes)
     tr::JsonLine("launch").str("function", sh.name).str("name", demangle(sh.name.c_str())).nums("grid", sh.grid)
         .nums("block", sh.block).unum("launches", sh.launches).raw("warps_per_scheduler", std::to_string(sh.warps_per_scheduler))
         .write(s.out);
   emit(s, std::move(tr::JsonLine("end").str("mode", s.mode).unum("pc_records", s.pc_records).unum("sass_records", s.sass_records)
       .unum("total_samples", s.samples).unum("dropped_samples", s.dropped).unum("non_user_samples", s.non_user)
-      .boolean("hardware_buffer_full", s.hw_full).unum("drains", s.drains).unum("skipped_drains", s.skipped_drains)
+      .boolean("hardware_buffer_full", s.hw_full).unum("overflow_drains", s.oom_drains)
+      .raw("overflow_s", std::to_string(double(overflow_ns) * 1e-9)).unum("lost_samples_estimate", lost)
+      .raw("sampled_s", std::to_string(double(sampled_ns) * 1e-9)).unum("drains", s.drains).unum("skipped_drains", s.skipped_drains)
       .unum("modules", s.cubins.size()).str("drain", s.drain_mode).unum("watchdog_events", s.watchdog_events)
       .boolean("disabled_by_watchdog", s.disabled_by_watchdog).boolean("forced_exit", s.forced_exit)
       .str("error", s.error).unum("end_ns", tr::now_ns())));
-  std::fprintf(stderr, "archbench-pcsample: %s mode, %llu samples (%llu dropped), %zu modules%s%s; %s\n", s.mode.c_str(),
-               static_cast<unsigned long long>(s.samples), static_cast<unsigned long long>(s.dropped), s.cubins.size(),
+  std::fprintf(stderr, "archbench-pcsample: %s mode, %llu samples (%llu dropped, ~%llu lost to %llu overflowed drains), %zu modules%s%s; %s\n", s.mode.c_str(),
+               static_cast<unsigned long long>(s.samples), static_cast<unsigned long long>(s.dropped),
+               static_cast<unsigned long long>(lost), static_cast<unsigned long long>(s.oom_drains), s.cubins.size(),
                s.error.empty() ? "" : "; ", s.error.c_str(), s.out_path.c_str());
 }
 
@@ -907,6 +1005,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     return 0;
   }
   if (const char* p = std::getenv("ARCHBENCH_PCSAMPLE_PERIOD"); p && *p) s.period = uint32_t(std::strtoul(p, nullptr, 10));
+  if (const char* p = std::getenv("ARCHBENCH_PCSAMPLE_HW_BUFFER_MB"); p && *p) s.hw_buffer_bytes = uint64_t(std::strtoull(p, nullptr, 10)) << 20;
+  if (const char* p = std::getenv("ARCHBENCH_PCSAMPLE_WORKER_SLEEP_MS"); p && *p) s.worker_sleep_ms = std::strtoull(p, nullptr, 10);
   if (const char* d = std::getenv("ARCHBENCH_PCSAMPLE_DRAIN_MS"); d && *d) s.drain_ns = std::max<uint64_t>(uint64_t(std::atof(d) * 1e6), 1'000'000);
   if (const char* d = std::getenv("ARCHBENCH_PCSAMPLE_DRAIN"); d && *d) s.drain_mode = d;
   if (s.drain_mode != "thread" && s.drain_mode != "sync" && s.drain_mode != "exit") {
