@@ -45,6 +45,8 @@
 // shared() and cache.cl). The block axis: the seed's grids of 224 blocks of 32 or 64 threads
 // (K = 32x224, 64x224; kernel A too: cache/<backend>/rmw/block:K/bytes:N) and the device's
 // best (K = best: kernel A's own block; A's series at it keeps its name without the axis).
+// Flops: none (integer kernels). The fp16 'flops' the H100 counts in cache_rmw (2 a vector and 2 a
+// work-item) are ptxas' HFMA2.MMA moves in its unrolled loop, no arithmetic (archbench/traffic.py, MOVES).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

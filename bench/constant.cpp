@@ -5,6 +5,8 @@
 // its global id mod size and makes `hops` dependent reads p = chain[p], then stores p.
 // The cost counts 4 bytes per hop per work-item, the constant-memory reads being measured;
 // the one 4-byte result per work-item (1/hops of that) is left out on purpose.
+// Flops: none (an integer chase). The 2 fp16 'flops' a work-item the H100 counts are ptxas'
+// HFMA2.MMA moves of constants, no arithmetic (archbench/traffic.py, MOVES; issue 17).
 #include <algorithm>
 #include <cstdint>
 #include <vector>

@@ -8,6 +8,8 @@
 // integer division and modulo in one dependent chain (divergence.cl says how it is kept safe
 // for any input); op_per_s counts a divide, a modulo and two adds a step, and the final add.
 // Names: divergence/<backend>/paths/paths:P (fma), divergence/<backend>/divmod/paths:P.
+// The H100 executes exactly the model's fp32 flops on every path count (issue 17); the 2 fp16
+// 'flops' a work-item it also counts are ptxas' HFMA2.MMA moves (archbench/traffic.py, MOVES).
 #include <cmath>
 #include <cstdint>
 #include <cstring>

@@ -8,6 +8,11 @@
 // writes pixel values that depend only on the coordinates, checked pixel by pixel.
 // byte_per_s: 16 bytes per pixel read or written, plus the read kernel's 4-byte checksum
 // store per work-item (memory traffic it really does: 1/(4*REPS) of the image bytes).
+// flop_per_s: the read kernel's 4 adds a pixel read (its four channels into the sum) and the
+// checksum's 3 multiplies and 3 adds; the write kernel's 1 add a pixel written (the w channel's
+// + 0.5). The CUDA read also adds 0.5 to each integer coordinate (the texel centre of a
+// point-filtered texture, kernels/cuda/image.cu): 2 adds a pixel read that are addressing, not
+// the benchmark's work; archbench/traffic.py's EXTRA counts them exactly (issue 17).
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -78,6 +83,8 @@ Workload image(const Plan& plan, bool write, std::size_t width, std::size_t heig
     w.buffers = {BufferSpec::image(width, height, [=](Bytes& b) { fill_pixels(b, 1000003 * width + height); }),
                  {pixels * 4, nullptr}};
     w.args = {Arg::buf(0), Arg::buf(1), Arg::scalar<std::int32_t>(sx), Arg::scalar<std::int32_t>(sy)};
+    const double read_flops = 4.0 * k + 6;  // per work-item: the channel adds and the checksum
+    w.cost.flops = pixels * read_flops;
     w.cost.bytes_read = pixels * pass_bytes;
     w.cost.bytes_written = pixels * 4.0;
     w.check = [=](const std::vector<Bytes>& in, const std::vector<Bytes>& out, std::size_t every, Cost& t) {
@@ -91,13 +98,14 @@ Workload image(const Plan& plan, bool write, std::size_t width, std::size_t heig
         const float want = acc[0] + 2.0f * acc[1] + 4.0f * acc[2] + 8.0f * acc[3];
         const float got = get<float>(out[1], i);
         if (got != want) return "checksum of work-item (" + std::to_string(x) + ", " + std::to_string(y) + "): " + differs(i, want, got);
-        t += Cost{0, 0, pass_bytes, 4, 0};
+        t += Cost{read_flops, 0, pass_bytes, 4, 0};
       }
       return std::string();
     };
   } else {
     w.buffers = {BufferSpec::image(width, height)};  // poisoned: unwritten pixels show
     w.args = {Arg::buf(0), Arg::scalar<std::int32_t>(sx), Arg::scalar<std::int32_t>(sy)};
+    w.cost.flops = pixels * double(k);  // the + 0.5 of each pixel's w channel
     w.cost.bytes_written = pixels * pass_bytes;
     w.check = [=](const std::vector<Bytes>&, const std::vector<Bytes>& out, std::size_t every, Cost& t) {
       for (std::size_t i = 0; i < pixels; i += every) {
@@ -109,7 +117,7 @@ Workload image(const Plan& plan, bool write, std::size_t width, std::size_t heig
           if (got != want[c])
             return at(x, y) + " channel " + std::to_string(c) + ": " + differs(i * 4 + c, want[c], got);
         }
-        t += Cost{0, 0, 0, pass_bytes, 0};
+        t += Cost{double(k), 0, 0, pass_bytes, 0};
       }
       return std::string();
     };

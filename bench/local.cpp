@@ -12,6 +12,8 @@
 // Per group that is at most 2*WORDS words against wg*16*LOOPS strided words: under 1% on a
 // CPU and under 0.2% on a GPU at the quick size (it is large only at the tiny test size).
 // The references tally exactly the strided accesses they replay, so the tally equals the cost.
+// The H100 executes exactly these flops in fp32 (issue 17); the 2 fp16 'flops' a work-item it
+// also counts are ptxas' HFMA2.MMA moves of constants, no arithmetic (archbench/traffic.py, MOVES).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

@@ -2,6 +2,13 @@
 // Table I) streaming and with reuse inside the kernel over work-group counts (seed 000 Fig. 9),
 // the global-memory stride sweep (seed 002 formula 1), and row- against column-major access
 // over bytes per work-item (seed 002 section 2.3.1) at our size and at the seed's.
+// Flops (issue 17's agreement table, executed against the model): the stream kernels' arithmetic,
+// the dot's tree of DOT_WG - 1 adds a group, stride_read's add of each word read. The byte kernels
+// (row/col, load_store, copy) do none: the fp16 "flops" the H100 counts in them are ptxas'
+// HFMA2.MMA moves of constants (archbench/traffic.py, MOVES). Device-memory bytes equal the model
+// for the streams; row_write at 64 and 512 bytes a work-item is not a stream: each warp store
+// touches 32 lines a byte each, so partially written sectors leave L2 and are filled again (the
+// H100 moves 2.2x and 6.4x the bytes, read-for-fill included), the access pattern's real cost.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -112,7 +119,8 @@ Workload stream(const Plan& plan, const std::string& kernel, const char* tname) 
     const std::size_t groups = plan.size == Size::test ? 4
                                : d.is_gpu ? std::max<unsigned>(d.compute_units, 1) * 8
                                           : std::max<std::size_t>(n / (wg * 64), 1);
-    const std::size_t chunk = (n + groups - 1) / groups;
+    // Whole work-groups of elements a chunk (the kernel's rounding): every group starts aligned.
+    const std::size_t chunk = ((n + groups - 1) / groups + wg - 1) / wg * wg;
     w.kernel.defines.push_back({"DOT_WG", std::to_string(wg)});
     w.kernel.defines.push_back({"DOT_CONTIGUOUS", d.is_gpu ? "0" : "1"});
     w.range = Range::linear(groups * wg, wg);
@@ -228,13 +236,14 @@ Workload stride(const Plan& plan, bool write, unsigned stride_words) {
   if (!write) {
     w.buffers = {{words * 4ull, [](Bytes& b) { fill_uniform<float>(b, 5, 0.0, 1.0); }}, {items * 4, nullptr}};
     w.args = {Arg::buf(0), Arg::buf(1), Arg::scalar<std::uint32_t>(stride_words), Arg::scalar<std::uint32_t>(mask)};
-    w.cost = {0, 0, items * accesses * 4, items * 4.0, 0};
+    // Flops: the add of each word read into the sum (the hardware's count, issue 17).
+    w.cost = {items * accesses, 0, items * accesses * 4, items * 4.0, 0};
     w.check = [=](const auto& in, const auto& o, std::size_t every, Cost& t) {
       for (std::size_t g = 0; g < items; g += every) {
         float sum = 0;
         for (int k = 0; k < 16 * loops; ++k) sum += get<float>(in[0], addr(g, k));
         if (auto e = exact<float>(o, 1, g, sum); !e.empty()) return e;
-        t += Cost{0, 0, accesses * 4, 4, 0};
+        t += Cost{accesses, 0, accesses * 4, 4, 0};
       }
       return std::string();
     };

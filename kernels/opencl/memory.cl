@@ -46,7 +46,8 @@ __kernel void stream_dot(__global const T* restrict a, __global const T* restric
                          const ulong n) {
   __local T scratch[DOT_WG];
   const size_t lid = get_local_id(0);
-  const size_t chunk = (n + get_num_groups(0) - 1) / get_num_groups(0);
+  // Whole DOT_WG elements a chunk: every group starts aligned (memory.cu says why).
+  const size_t chunk = ((n + get_num_groups(0) - 1) / get_num_groups(0) + DOT_WG - 1) / DOT_WG * DOT_WG;
   const size_t begin = get_group_id(0) * chunk;
   const size_t end = min(begin + chunk, (size_t)n);
   T s = 0;

@@ -159,6 +159,33 @@ class Agreement(unittest.TestCase):
         self.assertEqual(rl.short_name("void stencil_spmv<double>(double const*, double*, int)"),
                          "stencil_spmv<double>")
 
+    def test_moves_without_a_precision_and_the_texel_centres(self):
+        """H100 numbers: kernels with no precision axis (local read, constant chase, cache rmw)
+        show fp16 moves only, reported apart (a half family's are not); image's CUDA read adds 2
+        texel-centre adds a pixel read to the model's 4 a pixel and 6 a work-item, exactly."""
+        items, pixels = 135168, 262144
+        rows = [("local/cuda/read/stride:1", 1e-3, {"flops": items * 32768, "bytes_read": items * 32768 * 4},
+                 traffic(fp32=items * 32768, fp16=2 * items)),
+                ("constant/cuda/chase/stride:1", 1e-3, {"flops": 0, "bytes_read": 1107296256},
+                 traffic(fp16=540672)),
+                ("compute/cuda/mad/int", 1e-3, {"flops": 0}, traffic(fp16=540672)),
+                ("image/cuda/read/square:4194304", 1e-4, {"flops": pixels * 70, "bytes_read": pixels * 256,
+                                                          "bytes_written": pixels * 4},
+                 traffic(fp32=pixels * 102, fp16=2 * pixels)),
+                ("image/cuda/read/square:65536", 1e-4, {"flops": 4096 * 70, "bytes_read": 4096 * 256,
+                                                        "bytes_written": 4096 * 4},
+                 traffic(fp32=4096 * 101))]
+        write_run(self.run, rows=rows)
+        _, measured = tf.measured([self.run])
+        table = {t["benchmark"]: t for t in tf.agreement(measured)[0]}
+        self.assertEqual(table["local/cuda/read/stride:1"]["flops_verdict"], "exact")
+        self.assertEqual(table["local/cuda/read/stride:1"]["other_flops"], 2 * items)
+        self.assertEqual(table["constant/cuda/chase/stride:1"]["flops_verdict"], "exact")
+        self.assertEqual(table["compute/cuda/mad/int"]["other_flops"], 0)  # a half family: not moves
+        self.assertEqual(table["image/cuda/read/square:4194304"]["flops_verdict"], "explained")
+        self.assertIn(f"{2 * 16 * pixels} flops", table["image/cuda/read/square:4194304"]["flops_reason"])
+        self.assertEqual(table["image/cuda/read/square:65536"]["flops_verdict"], "FINDING")  # one add short
+
     def test_command_text_and_json(self):
         out = os.path.join(self.tmp.name, "agreement.json")
         p = subprocess.run([sys.executable, "-m", "archbench", "agreement", self.run, "--json", out],

@@ -7,7 +7,8 @@ turned into roofline points (archbench_roofline.py draws them; --program places 
 The agreement table, for every benchmark with traffic counters: executed flops of the benchmark's
 own precision (SASS counts, FMA as two, tensor-path ops) against the cost model's flops, exact, or
 the difference counted exactly (the dot's reduction, EXTRA) or with the known reason it cannot be
-(fp16 counted in a kernel of another precision are the compiler's HFMA2 moves, shown apart); and, where the family streams every byte from device memory once, DRAM bytes (read + write)
+(fp16 counted in a kernel of another precision, or of none outside the half families, are the
+compiler's HFMA2 moves, shown apart); and, where the family streams every byte from device memory once, DRAM bytes (read + write)
 against the cost model's bytes within 5%. Anything else that disagrees is a FINDING: the kernel
 or the model is wrong. Exit 0 when printed (findings included), 2 on bad input.
 """
@@ -59,6 +60,13 @@ PRECISIONS = {"float": "fp32", "double": "fp64", "half": "fp16", "bfloat": "fp16
 # (405504 = 2 x 202752 items of one 0.75-wave launch; 811008 at width 16: two moves) and
 # flops/dram/float/flops:1 2 x 2^22 (one per work-item of 16 chains): no half arithmetic is in
 # their source. So fp16 flops in a kernel of another precision are moves, reported, not compared.
+# The same holds of a benchmark with no precision axis outside the families with half kernels
+# (HALF_FAMILIES): byte and integer kernels (memory's row/col, cache rmw, constant chase) and
+# float kernels named without a scalar (local read, memory stride_read, image, divergence paths)
+# show 2 per work-item (local read 270336 = 2 x 135168 items, constant chase 2 x 270336, col_write
+# at 4 bytes 2 x 2^26), 4 in stride_read, and cache rmw 2 a vector besides, in unrolled integer
+# loops; their own fp32 flops equal the model's exactly.
+HALF_FAMILIES = ("compute", "tensor", "builtins")
 MOVES = ("fp16 flops in a kernel without half arithmetic: ptxas' HFMA2.MMA Rd, -RZ, RZ, imm moves of "
          "constants (2 per work-item that runs one), which the hfma counter counts as a half FMA")
 # Work the kernel does that the cost model leaves out, exactly: (applies, extra flops, why). The
@@ -75,10 +83,24 @@ def _dot_extra(axes, cost):
     return written / size * (DOT_WG - 1) if size else None
 
 
+# image's CUDA read samples a point-filtered texture at the texel centre: px + 0.5f and py + 0.5f,
+# 2 float adds a pixel read (bytes_read / 16 pixels) that are addressing, not the benchmark's
+# work; OpenCL's read_imagef takes the integer coordinates. The H100: 102 = 4 x 16 + 6 + 2 x 16
+# fp32 a work-item of 16 reads, the model's 4 x 16 + 6 and exactly these.
+PIXEL_BYTES = 16
+
+
+def _texel_centres(axes, cost):
+    return 2 * (ar.number(cost.get("bytes_read")) or 0.0) / PIXEL_BYTES
+
+
 EXTRA = (
     (lambda a: a.get("family") == "memory" and a.get("op") == "dot", _dot_extra,
      "the dot's tree reduction: (groups) x (DOT_WG - 1 = 255) adds of the partial sums in shared memory, "
      "which the model's 2 flops per element leave out"),
+    (lambda a: a.get("family") == "image" and a.get("op") == "read" and a.get("backend") == "cuda", _texel_centres,
+     "the CUDA image read's texel-centre coordinates: x + 0.5 and y + 0.5, 2 adds a pixel read "
+     "(addressing of a point-filtered texture, not the benchmark's work)"),
 )
 
 
@@ -206,7 +228,9 @@ def agreement_row(r):
     prec = precision_of(axes)
     # Judged by its own precision's flops; fp16 counted in a kernel of another precision are
     # the compiler's HFMA2 moves (MOVES), any other precision's flops stay in the comparison.
-    other = {p: v for p, v in flops.items() if prec in flops and p != prec and p == "fp16" and v}
+    # A benchmark with no precision outside HALF_FAMILIES has no half arithmetic either.
+    no_half = prec in flops or (prec is None and axes.get("family") not in HALF_FAMILIES)
+    other = {p: v for p, v in flops.items() if no_half and p != prec and p == "fp16" and v}
     exec_flops = sum(v for p, v in flops.items() if p not in other) if flops else None
     row = {"benchmark": r["name"], "precision": prec, "model_flops": model_flops, "exec_flops": exec_flops,
            "exec_by_precision": flops, "other_flops": sum(other.values()),
