@@ -178,5 +178,45 @@ class Attribution(unittest.TestCase):
         self.assertIn("hot_chase", p.stdout)
 
 
+
+class SassRun(unittest.TestCase):
+    def test_functions_without_counts_are_a_problem(self):
+        # The third H100 run: only the first function launched was patched; the report says which are missing.
+        recs = {"end": [{"type": "end", "sass_ranges": 3, "sass_deferred_ranges": 1, "sass_dropped_records": 0}],
+                "sass": [{"function": "hot"}], "launch": [{"function": "hot"}, {"function": "b"}, {"function": "a"}]}
+        context = {}
+        pcsample.sass_context(recs, context)
+        self.assertEqual(context["sass_missing"], ["a", "b"])
+        self.assertEqual(context["sass_ranges"], 3)
+        self.assertIn("no counts for 2 of the 3 launched functions: a, b", context["problems"][0])
+        context = {}
+        pcsample.sass_context({"end": [], "sass": [{"function": "a"}], "launch": [{"function": "a"}]}, context)
+        self.assertNotIn("problems", context)
+
+    def test_sass_run_environment(self):
+        # The SASS run gets eager module loading, a range per function and lazy patching; the sampled
+        # run the library's automatic period (no --period) and a 32 MB hardware buffer.
+        with tempfile.TemporaryDirectory() as d:
+            prog = os.path.join(d, "prog.sh")
+            with open(prog, "w") as f:
+                f.write("#!/bin/sh\nenv | grep -E '^(CUDA_MODULE_LOADING|ARCHBENCH_PCSAMPLE_(MODE|PERIOD|HW_BUFFER_MB|"
+                        "SASS_RANGE|SASS_LAZY))=' | sort >> %s/env.txt\ncp %s \"$ARCHBENCH_PCSAMPLE_OUT\"\n"
+                        % (d, RAW))
+            os.chmod(prog, 0o755)
+            lib = os.path.join(d, "libfake.so")
+            open(lib, "w").close()
+            env = {k: v for k, v in os.environ.items() if k != "CUDA_MODULE_LOADING"}
+            p = subprocess.run([sys.executable, TOOL, "--lib", lib, "--no-native", "--raw", os.path.join(d, "raw.jsonl"),
+                                "--", prog], capture_output=True, text=True, timeout=60, env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            lines = open(os.path.join(d, "env.txt")).read().split()
+        self.assertIn("ARCHBENCH_PCSAMPLE_PERIOD=auto", lines)
+        self.assertIn("ARCHBENCH_PCSAMPLE_HW_BUFFER_MB=32", lines)
+        sass = lines[lines.index("ARCHBENCH_PCSAMPLE_MODE=sass") - 3:]
+        self.assertIn("CUDA_MODULE_LOADING=EAGER", sass)
+        self.assertIn("ARCHBENCH_PCSAMPLE_SASS_RANGE=function", sass)
+        self.assertIn("ARCHBENCH_PCSAMPLE_SASS_LAZY=1", sass)
+        self.assertNotIn("CUDA_MODULE_LOADING=EAGER", lines[:lines.index("ARCHBENCH_PCSAMPLE_MODE=pc") + 1])
+
 if __name__ == "__main__":
     unittest.main()

@@ -449,21 +449,46 @@ def context_of(recs, context):
     return context
 
 
+def sass_context(recs, context):
+    """The SASS metrics run's ranges and the launched functions it has no counts for (a Problem)."""
+    for e in recs["end"][:1]:
+        context.update({k: e.get(k) for k in ("sass_ranges", "sass_deferred_ranges", "sass_dropped_records")})
+        if e.get("sass_dropped_records"):
+            context.setdefault("problems", []).append(
+                f"SASS metrics: CUPTI dropped {e['sass_dropped_records']} instruction records at a range's end")
+    counted = {r.get("function") for r in recs["sass"]}
+    missing = sorted({r.get("function") for r in recs["launch"]} - counted - {None})
+    if missing:
+        context["sass_missing"] = missing
+        context.setdefault("problems", []).append(
+            f"SASS metrics: no counts for {len(missing)} of the {len(missing) + len(counted)} launched functions: "
+            + ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""))
+
+
 def main(argv=None):
     return cli.run(TOOL, run, argv)
 
 
 def run(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--period", type=int, default=13, metavar="LOG2",
-                    help="sampling period, 2^LOG2 cycles (5..31; default 13); 0: CUPTI's own for the GPU (2^11 on "
-                         "the H100: a long program overflowed its hardware buffer)")
-    ap.add_argument("--hw-buffer-mb", type=int, default=128, metavar="MB",
-                    help="CUPTI's hardware buffer for the samples (default 128; 0: CUPTI's own, 512)")
+    ap.add_argument("--period", type=int, default=None, metavar="LOG2",
+                    help="sampling period, 2^LOG2 cycles (5..31); default: the smallest at which the GPU asks for "
+                         "at most 4 M samples/s, what CUPTI's decoding keeps up with (2^16 on the H100; at 2^13 "
+                         "its hardware buffer overflowed under a full GPU); 0: CUPTI's own (2^11 on the H100)")
+    ap.add_argument("--hw-buffer-mb", type=int, default=32, metavar="MB",
+                    help="CUPTI's hardware buffer for the samples (default 32; 0: CUPTI's own, 512)")
     ap.add_argument("--worker-sleep-ms", type=int, default=20, metavar="MS",
                     help="how long CUPTI's decoding thread sleeps between passes over the hardware buffer "
                          "(default 20; 0: CUPTI's own, 100)")
     ap.add_argument("--no-sass", action="store_true", help="skip the SASS metrics run (instructions, warp efficiency)")
+    ap.add_argument("--sass-range", choices=("function", "one"), default="function",
+                    help="SASS metrics: an enable/disable range per kernel function from its first launch (default; "
+                         "on the H100 CUPTI patched only the first function launched in a range) or one range")
+    ap.add_argument("--sass-loading", choices=("eager", "lazy", "inherit"), default="eager",
+                    help="CUDA_MODULE_LOADING for the SASS metrics run (default eager: every function loaded "
+                         "before its first launch, so CUPTI can patch it then; inherit: the environment's)")
+    ap.add_argument("--sass-lazy-patching", type=int, choices=(0, 1), default=1,
+                    help="cuptiSassMetricsEnable's enableLazyPatching (default 1; 0: every loaded function at enable)")
     ap.add_argument("--no-native", action="store_true", help="skip the native run (no overhead figure)")
     ap.add_argument("--top", type=int, default=5, help="kernels shown line by line (default 5)")
     ap.add_argument("--lines", type=int, default=8, help="lines shown per kernel (default 8)")
@@ -489,7 +514,7 @@ def run(argv):
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
     if bool(cmd) == bool(a.report):
         ap.error("give either -- PROGRAM [ARGS...] or --report RAW.jsonl")
-    if a.period and not 5 <= a.period <= 31:
+    if a.period is not None and a.period and not 5 <= a.period <= 31:
         ap.error("--period takes 5..31 (log2 of cycles)")
     context = {"period_asked": a.period}
     rc = 0
@@ -507,7 +532,8 @@ def run(argv):
         from .topdown import cupti_env
         env = cupti_env(dict(os.environ))
         env.update({"CUDA_INJECTION64_PATH": lib, "ARCHBENCH_PCSAMPLE_OUT": raw, "ARCHBENCH_PCSAMPLE_MODE": "pc",
-                    "ARCHBENCH_PCSAMPLE_PERIOD": str(a.period), "ARCHBENCH_PCSAMPLE_DRAIN": a.drain,
+                    "ARCHBENCH_PCSAMPLE_PERIOD": "auto" if a.period is None else str(a.period),
+                    "ARCHBENCH_PCSAMPLE_DRAIN": a.drain,
                     "ARCHBENCH_PCSAMPLE_WATCHDOG_S": str(a.watchdog),
                     "ARCHBENCH_PCSAMPLE_HW_BUFFER_MB": str(a.hw_buffer_mb),
                     "ARCHBENCH_PCSAMPLE_WORKER_SLEEP_MS": str(a.worker_sleep_ms)})
@@ -521,7 +547,11 @@ def run(argv):
             print(f"{TOOL}: the program exited with {rc} under sampling", file=sys.stderr)
         if not a.no_sass:
             sass_raw = raw[:-len(".jsonl")] + ".sass.jsonl" if raw.endswith(".jsonl") else raw + ".sass"
-            env.update({"ARCHBENCH_PCSAMPLE_OUT": sass_raw, "ARCHBENCH_PCSAMPLE_MODE": "sass"})
+            env.update({"ARCHBENCH_PCSAMPLE_OUT": sass_raw, "ARCHBENCH_PCSAMPLE_MODE": "sass",
+                        "ARCHBENCH_PCSAMPLE_SASS_RANGE": a.sass_range,
+                        "ARCHBENCH_PCSAMPLE_SASS_LAZY": str(a.sass_lazy_patching)})
+            if a.sass_loading != "inherit":
+                env["CUDA_MODULE_LOADING"] = a.sass_loading.upper()
             print(f"{TOOL}: SASS metrics run", file=sys.stderr)
             sass_rc, context["sass_s"] = timed(cmd, env, a.timeout or None, "SASS metrics run")
             if sass_rc != 0:
@@ -536,6 +566,8 @@ def run(argv):
         context.setdefault("command", p.get("command", ""))
     context_of(recs, context)
     sass_recs = load(sass_raw) if sass_raw and os.path.exists(sass_raw) else None
+    if sass_recs:
+        sass_context(sass_recs, context)
     kernels = analyse(recs, sass_recs)
     annotate(kernels, recs, Sources(a.source_dir), sass=bool(a.html))
     print(text_report(kernels, context, a.top, a.lines))

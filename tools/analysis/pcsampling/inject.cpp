@@ -10,7 +10,10 @@
 //         the rest at context end and exit.
 //   sass  CUPTI's SASS metrics API (the kernels patched, lazily, at their first launch): per
 //         instruction the warp-instructions and thread-instructions executed, for instruction
-//         counts and warp efficiency. Instrumentation: slower, and therefore its own run.
+//         counts and warp efficiency. Instrumentation: slower, and therefore its own run. Each
+//         kernel function gets an enable/disable range of its own from its first launch (on the
+//         H100 CUPTI patched only the first function launched in a range), so a function's
+//         counts cover its launches until the next new function's first launch.
 // Survival rules (the first H100 run hung in every program with this library and 0 samples):
 //   - no lock of the library is held while it calls into CUPTI's PC sampling or SASS metrics
 //     functions (CUPTI's worker threads may call back into the library), and a callback that
@@ -34,12 +37,15 @@
 // Environment (set by the command):
 //   ARCHBENCH_PCSAMPLE_OUT         output file (default ./pcsample-<pid>.jsonl); cubins in OUT.cubins/
 //   ARCHBENCH_PCSAMPLE_MODE        pc (default) or sass
-//   ARCHBENCH_PCSAMPLE_PERIOD      pc mode: sampling period, log2 of cycles (5..31; default 13); 0: CUPTI's
-//                                  default (2^11 on the H100, whose samples overflowed a 512 MB buffer)
-//   ARCHBENCH_PCSAMPLE_HW_BUFFER_MB pc mode: CUPTI's hardware buffer (default 128; 0: CUPTI's 512)
+//   ARCHBENCH_PCSAMPLE_PERIOD      pc mode: sampling period, log2 of cycles (5..31); auto (default): the
+//                                  smallest at which the GPU asks for at most 4 M samples/s (2^16 on the
+//                                  H100); 0: CUPTI's default (2^11 on the H100: overflowed a 512 MB buffer)
+//   ARCHBENCH_PCSAMPLE_HW_BUFFER_MB pc mode: CUPTI's hardware buffer (default 32; 0: CUPTI's 512)
 //   ARCHBENCH_PCSAMPLE_WORKER_SLEEP_MS pc mode: CUPTI's decoding thread's sleep (default 20; 0: CUPTI's 100)
 //   ARCHBENCH_PCSAMPLE_DRAIN       pc mode: thread (default), sync or exit (see above)
 //   ARCHBENCH_PCSAMPLE_DRAIN_MS    least time between two drains (default 50)
+//   ARCHBENCH_PCSAMPLE_SASS_RANGE  sass mode: function (default: a range per kernel function) or one
+//   ARCHBENCH_PCSAMPLE_SASS_LAZY   sass mode: 1 (default) lazy patching, 0: every loaded function at enable
 //   ARCHBENCH_PCSAMPLE_WATCHDOG_S  seconds before the watchdog acts (default 10; 0: no watchdog)
 //   ARCHBENCH_PCSAMPLING_DEBUG     1: every step on stderr (archbench-pcsample[t s tid]: ...)
 #include <cuda.h>
@@ -57,6 +63,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -66,6 +73,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -79,6 +87,11 @@ namespace {
 
 constexpr std::size_t kPcsPerGet = 8192;       // PC records a drain takes per cuptiPCSamplingGetData
 constexpr std::size_t kConfigPcs = 65536;      // the buffer CUPTI fills on module unload and disable
+constexpr uint32_t kAutoPeriod = ~0u;
+// The samples a second CUPTI's decoding thread keeps up with: on the H100 at 2^13 cycles (about
+// 32 M samples/s asked for) the hardware buffer overflowed once the GPU was full (archbench's
+// local and divergence kernels), having taken about 12 M/s at best; at 4 M/s it never fills.
+constexpr double kMaxSampleRate = 4e6;
 const char* const kSassMetrics[] = {"smsp__sass_inst_executed", "smsp__sass_thread_inst_executed"};
 
 // A PC sampling data buffer with room for `pcs` records of `reasons` stall reasons each.
@@ -121,8 +134,10 @@ struct State {
   FILE* out = nullptr;
   std::string out_path, cubin_dir, mode = "pc";
   std::string drain_mode = "thread";
-  uint32_t period = 13;          // log2 cycles; 0: CUPTI's own (2^11 on the H100: its hardware buffer overflowed)
-  uint64_t hw_buffer_bytes = uint64_t(128) << 20;  // 0: CUPTI's own (512 MB: slow to set up and free)
+  // log2 cycles; 0: CUPTI's own (2^11 on the H100: its hardware buffer overflowed); kAutoPeriod:
+  // the smallest period that keeps the GPU's sample rate within kMaxSampleRate (auto_period).
+  uint32_t period = kAutoPeriod;
+  uint64_t hw_buffer_bytes = uint64_t(32) << 20;   // 0: CUPTI's own (512 MB: slow to set up and free)
   uint64_t worker_sleep_ms = 20;                   // 0: CUPTI's own (100 ms)
   uint64_t oom_drains = 0, oom_first_ns = 0, oom_last_ns = 0, sampling_ns = 0, enabled_ns = 0;
   uint64_t deferred_modules = 0;
@@ -141,6 +156,14 @@ struct State {
   };
   std::map<std::string, Shape> shapes;
   std::map<int, bool> sass_configured;  // device -> configured
+  // SASS metrics ranges: `function` (default) gives each kernel function a range of its own,
+  // begun at its first launch (on the H100 only the first function launched in a range was ever
+  // patched); `one`: a single range from the context's creation to the end.
+  std::string sass_range = "function";
+  bool sass_lazy = true;                 // cuptiSassMetricsEnable's enableLazyPatching
+  std::set<std::string> sass_ranged;     // functions that have had a range of their own
+  std::string sass_current;              // the function whose range is open
+  uint64_t sass_ranges = 0, sass_deferred = 0, sass_dropped = 0;
   std::vector<uint64_t> sass_ids;
   std::map<uint64_t, std::string> sass_names;  // metric id -> name
   uint64_t samples = 0, dropped = 0, non_user = 0, pc_records = 0, drains = 0, sass_records = 0;
@@ -227,6 +250,11 @@ std::string demangle(const char* m) {
   std::string r = status == 0 && d ? d : m;
   std::free(d);
   return r;
+}
+
+std::string getenv_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
 }
 
 std::string cupti_error(CUptiResult r) {
@@ -418,8 +446,12 @@ void finish_context(State& s, CUcontext ctx, Context& c, const char* where) {
   if (s.mode == "sass") {
     auto p = params<CUpti_SassMetricsDisable_Params>(CUpti_SassMetricsDisable_Params_STRUCT_SIZE);
     p.ctx = ctx;
-    Busy b("cuptiSassMetricsDisable");
-    cuptiSassMetricsDisable(&p);
+    {
+      Busy b("cuptiSassMetricsDisable");
+      cuptiSassMetricsDisable(&p);
+    }
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.sass_dropped += p.numOfDroppedRecords;
   } else {
     CUpti_PCSamplingDisableParams p{};
     p.size = CUpti_PCSamplingDisableParamsSize, p.ctx = ctx;
@@ -437,6 +469,24 @@ void finish_context(State& s, CUcontext ctx, Context& c, const char* where) {
   if (s.enabled_ns) s.sampling_ns += tr::now_ns() - s.enabled_ns, s.enabled_ns = 0;
   c.enabled = false;
   std::fflush(s.out);
+}
+
+// The GPU's clock in Hz (its typical clock; 2 GHz where the driver does not say).
+double clock_hz(int device) {
+  int khz = 0;
+  if (cuDeviceGetAttribute(&khz, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, device) != CUDA_SUCCESS || khz <= 0) khz = 2'000'000;
+  return double(khz) * 1e3;
+}
+
+// The smallest sampling period (log2 cycles, at least 2^13) at which the whole GPU asks for no more
+// than kMaxSampleRate samples a second: one sample a period per SM (the H100's rates: 132 SMs at
+// 1.98 GHz give 2^16, about 4 M/s).
+uint32_t auto_period(int device) {
+  int sms = 0;
+  if (cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device) != CUDA_SUCCESS || sms <= 0) sms = 132;
+  uint32_t p = 13;
+  while (p < 31 && double(sms) * clock_hz(device) / std::ldexp(1.0, int(p)) > kMaxSampleRate) ++p;
+  return p;
 }
 
 CUpti_PCSamplingConfigurationInfo attr(CUpti_PCSamplingConfigurationAttributeType t) {
@@ -499,11 +549,14 @@ void enable_pc(State& s, CUcontext ctx, Context& c) {
   a.back().attributeData.stallReasonData.pStallReasonIndex = idx.data();
   a.push_back(attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER));
   a.back().attributeData.samplingDataBufferData.samplingDataBuffer = &c.config->data;
+  // The scratch buffer holds the PCs decoded between two drains, aggregated by PC (a few thousand
+  // even for archbench's families): 4 MB, about 22k PCs, is plenty; bigger only costs set-up time.
   a.push_back(attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE));
-  a.back().attributeData.scratchBufferSizeData.scratchBufferSize = size_t(32) << 20;  // ~180k PCs between drains
-  if (s.period) {
+  a.back().attributeData.scratchBufferSizeData.scratchBufferSize = size_t(4) << 20;
+  const uint32_t want_period = s.period == kAutoPeriod ? auto_period(c.device) : s.period;
+  if (want_period) {
     a.push_back(attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD));
-    a.back().attributeData.samplingPeriodData.samplingPeriod = s.period;
+    a.back().attributeData.samplingPeriodData.samplingPeriod = want_period;
   }
   if (s.hw_buffer_bytes) {
     a.push_back(attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE));
@@ -536,7 +589,7 @@ void enable_pc(State& s, CUcontext ctx, Context& c) {
   };
   CUpti_PCSamplingConfigurationInfo got{};
   Busy b("cuptiPCSamplingGetConfigurationAttribute");
-  const uint32_t period = get(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD, &got) ? got.attributeData.samplingPeriodData.samplingPeriod : s.period;
+  const uint32_t period = get(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD, &got) ? got.attributeData.samplingPeriodData.samplingPeriod : want_period;
   const int64_t mode = get(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE, &got) ? int64_t(got.attributeData.collectionModeData.collectionMode) : -1;
   const int64_t start_stop = get(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL, &got) ? int64_t(got.attributeData.enableStartStopControlData.enableStartStopControl) : -1;
   const int64_t scratch = get(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE, &got) ? int64_t(got.attributeData.scratchBufferSizeData.scratchBufferSize) : -1;
@@ -555,7 +608,8 @@ void enable_pc(State& s, CUcontext ctx, Context& c) {
   s.enabled_ns = tr::now_ns();
   emit(s, std::move(tr::JsonLine("config").str("mode", "pc").unum("context", reinterpret_cast<std::uintptr_t>(ctx)).num("device", c.device)
       .str("device_name", name).num("sms", sms).num("max_warps_per_scheduler", threads / 32 / 4)
-      .unum("period_log2", period).str("collection", mode == CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED ? "serialized" : "continuous")
+      .unum("period_log2", period).boolean("period_auto", s.period == kAutoPeriod)
+      .raw("sample_rate_bound", std::to_string(double(sms) * clock_hz(c.device) / std::ldexp(1.0, int(period)))).str("collection", mode == CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED ? "serialized" : "continuous")
       .num("start_stop_control", start_stop).num("scratch_buffer_bytes", scratch).num("hardware_buffer_bytes", hw)
       .num("worker_sleep_ms", sleep).str("drain", s.drain_mode).num("watchdog_s", int64_t(s.watchdog_s))
       .raw("stall_reasons", list + "]")));
@@ -586,7 +640,7 @@ void enable_sass(State& s, CUcontext ctx, Context& c) {
     s.sass_configured[c.device] = true;
   }
   auto ep = params<CUpti_SassMetricsEnable_Params>(CUpti_SassMetricsEnable_Params_STRUCT_SIZE);
-  ep.ctx = ctx, ep.enableLazyPatching = 1;
+  ep.ctx = ctx, ep.enableLazyPatching = s.sass_lazy ? 1 : 0;
   CUptiResult r;
   {
     Busy b("cuptiSassMetricsEnable");
@@ -598,7 +652,8 @@ void enable_sass(State& s, CUcontext ctx, Context& c) {
   std::lock_guard<std::mutex> lock(s.mu);
   c.enabled = true;
   emit(s, std::move(tr::JsonLine("config").str("mode", "sass").unum("context", reinterpret_cast<std::uintptr_t>(ctx)).num("device", c.device)
-      .str("device_name", name).num("watchdog_s", int64_t(s.watchdog_s))));
+      .str("device_name", name).num("watchdog_s", int64_t(s.watchdog_s)).str("sass_range", s.sass_range)
+      .boolean("lazy_patching", s.sass_lazy).str("module_loading", getenv_or("CUDA_MODULE_LOADING", ""))));
 }
 
 void on_cubin(State& s, const char* cubin, std::size_t size, uint64_t module_id) {  // s.mu held
@@ -686,6 +741,69 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {  /
   }
 }
 
+// SASS metrics, range `function`: at the entry of a function's first launch, ends the range open
+// (its counts flushed first) and opens one for this function, so that it is the first function
+// launched in its range: on the H100 CUPTI patched only that one (planted: hot_chase, never the
+// lanes<P> launched after it; archbench: chase_ptr only; CG: none, a driver-internal kernel
+// first). The range is switched only once the launch's stream has finished its work (at most
+// 200 ms; else at a later launch): disabling under a running patched kernel is not safe, and a
+// kernel held by the program (archbench_hold) must not wait for the library. s.mu not held.
+void sass_range_for(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
+  const std::string fn = cb->symbolName;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.done || s.sass_ranged.count(fn)) return;
+    auto it = s.contexts.find(cb->context);
+    if (it == s.contexts.end() || !it->second.enabled) return;
+  }
+  CUstream stream = nullptr;
+  if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
+    const auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
+    if (p->config) stream = p->config->hStream;
+  } else {
+    stream = static_cast<const cuLaunchKernel_params*>(cb->functionParams)->hStream;
+  }
+  if (!stream && (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
+                  id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz))
+    stream = CU_STREAM_PER_THREAD;
+  const uint64_t t0 = tr::now_ns();
+  CUresult q;
+  while ((q = cuStreamQuery(stream)) == CUDA_ERROR_NOT_READY && tr::now_ns() - t0 < 200'000'000)
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  if (q == CUDA_ERROR_NOT_READY) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    ++s.sass_deferred;
+    dbg("SASS range for %s deferred: its stream is busy", fn.c_str());
+    return;
+  }
+  std::unique_lock<std::timed_mutex> cupti(s.cupti, std::defer_lock);
+  if (!cupti.try_lock_for(std::chrono::seconds(1))) return;
+  flush_sass(s, cb->context);
+  auto dp = params<CUpti_SassMetricsDisable_Params>(CUpti_SassMetricsDisable_Params_STRUCT_SIZE);
+  dp.ctx = cb->context;
+  CUptiResult r;
+  {
+    Busy b("cuptiSassMetricsDisable (range)");
+    r = cuptiSassMetricsDisable(&dp);
+  }
+  if (r != CUPTI_SUCCESS) return note_error_locked(s, "cuptiSassMetricsDisable (range): " + cupti_error(r));
+  auto ep = params<CUpti_SassMetricsEnable_Params>(CUpti_SassMetricsEnable_Params_STRUCT_SIZE);
+  ep.ctx = cb->context, ep.enableLazyPatching = s.sass_lazy ? 1 : 0;
+  {
+    Busy b("cuptiSassMetricsEnable (range)");
+    r = cuptiSassMetricsEnable(&ep);
+  }
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.sass_dropped += dp.numOfDroppedRecords;
+  if (r != CUPTI_SUCCESS) {
+    s.contexts[cb->context].enabled = false;
+    return note_error(s, "cuptiSassMetricsEnable (range): " + cupti_error(r) + "; SASS metrics end here");
+  }
+  s.sass_ranged.insert(fn), s.sass_current = fn, ++s.sass_ranges;
+  emit(s, std::move(tr::JsonLine("sass_range").str("function", fn).unum("dropped_records", dp.numOfDroppedRecords)
+                        .raw("waited_s", std::to_string(double(tr::now_ns() - t0) * 1e-9)).unum("ns", tr::now_ns())));
+}
+
 constexpr CUpti_CallbackId kSyncs[] = {
     CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,     CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
     CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,  CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
@@ -754,6 +872,8 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
           enter ? "enter" : "exit", cb->symbolName ? " " : "", cb->symbolName ? cb->symbolName : "");
     wait_mark(enter, cb->functionName);
     if (one_of(id, kLaunches, std::size(kLaunches))) {
+      if (enter && s.mode == "sass" && s.sass_range == "function" && cb->symbolName && !s.finishing)
+        sass_range_for(s, cb, id);
       std::lock_guard<std::mutex> lock(s.mu);
       if (!s.done) on_launch(s, cb, id), adopt_pending(s);
       return;
@@ -953,6 +1073,7 @@ void write_end(State& s) {  // s.mu held
       .raw("sampled_s", std::to_string(double(sampled_ns) * 1e-9)).unum("drains", s.drains).unum("skipped_drains", s.skipped_drains)
       .unum("modules", s.cubins.size()).str("drain", s.drain_mode).unum("watchdog_events", s.watchdog_events)
       .boolean("disabled_by_watchdog", s.disabled_by_watchdog).boolean("forced_exit", s.forced_exit)
+      .unum("sass_ranges", s.sass_ranges).unum("sass_deferred_ranges", s.sass_deferred).unum("sass_dropped_records", s.sass_dropped)
       .str("error", s.error).unum("end_ns", tr::now_ns())));
   std::fprintf(stderr, "archbench-pcsample: %s mode, %llu samples (%llu dropped, ~%llu lost to %llu overflowed drains), %zu modules%s%s; %s\n", s.mode.c_str(),
                static_cast<unsigned long long>(s.samples), static_cast<unsigned long long>(s.dropped),
@@ -1004,7 +1125,13 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     std::fprintf(stderr, "archbench-pcsample: unknown mode %s (pc or sass); unobserved\n", s.mode.c_str());
     return 0;
   }
-  if (const char* p = std::getenv("ARCHBENCH_PCSAMPLE_PERIOD"); p && *p) s.period = uint32_t(std::strtoul(p, nullptr, 10));
+  if (const char* p = std::getenv("ARCHBENCH_PCSAMPLE_PERIOD"); p && *p && std::strcmp(p, "auto")) s.period = uint32_t(std::strtoul(p, nullptr, 10));
+  s.sass_range = getenv_or("ARCHBENCH_PCSAMPLE_SASS_RANGE", "function");
+  if (s.sass_range != "function" && s.sass_range != "one") {
+    std::fprintf(stderr, "archbench-pcsample: unknown SASS range %s (function or one); unobserved\n", s.sass_range.c_str());
+    return 0;
+  }
+  s.sass_lazy = getenv_or("ARCHBENCH_PCSAMPLE_SASS_LAZY", "1") != "0";
   if (const char* p = std::getenv("ARCHBENCH_PCSAMPLE_HW_BUFFER_MB"); p && *p) s.hw_buffer_bytes = uint64_t(std::strtoull(p, nullptr, 10)) << 20;
   if (const char* p = std::getenv("ARCHBENCH_PCSAMPLE_WORKER_SLEEP_MS"); p && *p) s.worker_sleep_ms = std::strtoull(p, nullptr, 10);
   if (const char* d = std::getenv("ARCHBENCH_PCSAMPLE_DRAIN_MS"); d && *d) s.drain_ns = std::max<uint64_t>(uint64_t(std::atof(d) * 1e6), 1'000'000);
