@@ -4,7 +4,11 @@ under tools/archbench_pcsample.py.
 
   - hot_chase: the hottest source line is the planted pointer chase, its first stall reason
     long_scoreboard;
-  - lanes<P>, P = 1..32 paths: warp efficiency (SASS metrics) 1/P within 10%;
+  - lanes<P>, P = 1..32 paths: the kernel's warp efficiency 1/P within 10%, from CUPTI's SASS
+    metrics where they counted the kernel, else (the H100 counted only the first function
+    launched) from the per-kernel counters of the warp pass (libarchbench_topdown.so's warp set,
+    with --topdown-lib; the tool runs it for every kernel here, so where both sources counted a
+    kernel they must agree within 10%);
   - per kernel, the PC sampling stall shares match TopDown level 3 (tools/archbench_topdown.py,
     each td_stall_<reason> over their sum) within 0.05, for kernels with at least 2000 stalled
     samples. Skipped, with the reason, without the TopDown library.
@@ -70,6 +74,7 @@ def main():
     cmd += ["--drain", a.drain] if a.drain else []
     cmd += ["--watchdog", str(a.watchdog)] if a.watchdog is not None else []
     cmd += ["--debug"] if a.debug else []
+    cmd += ["--topdown-lib", a.topdown_lib, "--warp-pass", "always"] if a.topdown_lib else []
     run(cmd + ["--", a.prog], os.path.join(out, "planted-pcsample.txt"))
     with open(j) as f:
         kernels = {base(k["kernel"]): k for k in json.load(f)["kernels"]}
@@ -90,13 +95,22 @@ def main():
             failures.append(f"hot_chase: the chase line's first stall is {first}, not long_scoreboard")
 
     for p in (1, 2, 4, 8, 16, 32):
-        k = kernels.get(f"lanes<{p}>")
-        eff = (k or {}).get("sass", {}).get("warp_efficiency")
-        print(f"lanes<{p}>: warp efficiency {eff} (1/P = {1 / p:.4f})")
+        k = kernels.get(f"lanes<{p}>") or {}
+        e = k.get("efficiency", {})
+        eff = e.get("warp_efficiency")
+        print(f"lanes<{p}>: warp efficiency {eff} from {e.get('source', 'nothing')} (1/P = {1 / p:.4f}); "
+              f"SASS metrics {k.get('sass', {}).get('warp_efficiency')}, counters {k.get('warp', {}).get('warp_efficiency')}")
         if eff is None:
-            failures.append(f"lanes<{p}>: no SASS metrics")
+            failures.append(f"lanes<{p}>: no warp efficiency (neither SASS metrics nor the warp pass's counters)")
         elif abs(eff - 1 / p) > 0.1 / p:
             failures.append(f"lanes<{p}>: warp efficiency {eff:.4f}, not 1/{p} within 10%")
+
+    for name, k in kernels.items():  # both sources on one kernel: they must agree
+        s_eff, c_eff = k.get("sass", {}).get("warp_efficiency"), k.get("warp", {}).get("warp_efficiency")
+        if s_eff and c_eff:
+            print(f"{name}: warp efficiency SASS metrics {s_eff:.4f}, counters {c_eff:.4f}")
+            if abs(s_eff - c_eff) > 0.1 * s_eff:
+                failures.append(f"{name}: warp efficiency {s_eff:.4f} by SASS metrics, {c_eff:.4f} by counters")
 
     if not a.topdown_lib:
         print("SKIP (TopDown comparison): no --topdown-lib")

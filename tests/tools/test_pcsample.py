@@ -218,5 +218,131 @@ class SassRun(unittest.TestCase):
         self.assertIn("ARCHBENCH_PCSAMPLE_SASS_LAZY=1", sass)
         self.assertNotIn("CUDA_MODULE_LOADING=EAGER", lines[:lines.index("ARCHBENCH_PCSAMPLE_MODE=pc") + 1])
 
+
+def warp_raw(d, kernels):
+    """A synthetic warp pass file (libarchbench_topdown.so, ARCHBENCH_TOPDOWN_METRICS=warp): one
+    kernel record per (name, mangled, inst, thread_inst, pred_on) launch."""
+    path = os.path.join(d, "raw.warp.jsonl")
+    with open(path, "w") as f:
+        f.write(json.dumps({"type": "process", "pid": 9, "command": "planted"}) + "\n")
+        f.write(json.dumps({"type": "profiler", "chip": "GH100", "passes": 1, "metric_set": "warp",
+                            "warp_counters": "smsp__inst_executed.sum; smsp__thread_inst_executed.sum"}) + "\n")
+        for seq, (name, mangled, inst, thread, pred) in enumerate(kernels):
+            f.write(json.dumps({"type": "kernel", "name": name, "mangled": mangled, "seq": seq, "duration_ns": 1000,
+                                "metrics": {}, "topdown": {},
+                                "warp": {"smsp__inst_executed.sum": inst, "smsp__thread_inst_executed.sum": thread,
+                                         "smsp__thread_inst_executed_pred_on.sum": pred,
+                                         "sm__cycles_elapsed.avg": 5000}}) + "\n")
+        f.write(json.dumps({"type": "end"}) + "\n")
+    return path
+
+
+class WarpPass(unittest.TestCase):
+    """The H100's SASS metrics counted only the first function launched: the per-kernel counters
+    (the TopDown injection's warp set) stand in for the kernels without records."""
+    LANES = ("void lanes<4>(float*, int)", "_Z5lanesILi4EEvPfi")
+
+    def sass_without_lanes(self, d):
+        path = os.path.join(d, "raw.sass.jsonl")
+        with open(path, "w") as f:
+            for line in open(SASS):
+                if "lanes" not in line:
+                    f.write(line)
+            f.write(json.dumps({"type": "launch", "function": "_Z9hot_chasePKiPfi", "name": "hot_chase(int const*, float*, int)",
+                                "launches": 3, "warps_per_scheduler": 2.0}) + "\n")
+            f.write(json.dumps({"type": "launch", "function": self.LANES[1], "name": self.LANES[0],
+                                "launches": 1, "warps_per_scheduler": 0.25}) + "\n")
+        return path
+
+    def test_counters_arithmetic(self):
+        # Two launches: 1000 + 3000 warp-instructions, 8000 + 24000 thread-instructions: ACT 8 of 32.
+        w = pcsample.warp_counters([{"smsp__inst_executed.sum": 1000, "smsp__thread_inst_executed.sum": 8000,
+                                     "smsp__thread_inst_executed_pred_on.sum": 7000},
+                                    {"smsp__inst_executed.sum": 3000, "smsp__thread_inst_executed.sum": 24000,
+                                     "smsp__thread_inst_executed_pred_on.sum": 21000}])
+        self.assertEqual((w["inst_executed"], w["act"], w["tot"], w["wast"]), (4000, 8.0, 32, 24.0))
+        self.assertAlmostEqual(w["warp_efficiency"], 0.25)
+        self.assertAlmostEqual(w["act_pred_on"], 7.0)
+        self.assertEqual((w["source"], w["launches_profiled"]), ("counters", 2))
+        self.assertIsNone(w["scalar_loss"])  # needs per-instruction counts
+        self.assertIsNone(pcsample.warp_counters([])["warp_efficiency"])
+
+    def test_kernel_without_sass_records_gets_the_counters(self):
+        with tempfile.TemporaryDirectory() as d:
+            sass = self.sass_without_lanes(d)
+            warp, _ = pcsample.load_warp(warp_raw(d, [self.LANES + (1000, 8000, 8000), self.LANES + (1000, 8000, 8000),
+                                                      ("k_only_here", "_Z11k_only_herev", 10, 320, 320)]))
+            ks = {k["kernel"]: k for k in pcsample.analyse(pcsample.load(RAW), pcsample.load(sass), warp)}
+        hot, lanes = ks["hot_chase(int const*, float*, int)"], ks[self.LANES[0]]
+        self.assertEqual(hot["efficiency"]["source"], "sass_metrics")  # per instruction where CUPTI counted it
+        self.assertAlmostEqual(hot["efficiency"]["warp_efficiency"], 6450 / 8000)
+        self.assertEqual(hot["efficiency"]["lines"], "sass_metrics")
+        self.assertEqual(lanes["efficiency"]["source"], "counters")
+        self.assertAlmostEqual(lanes["efficiency"]["warp_efficiency"], 0.25)
+        self.assertEqual(lanes["efficiency"]["inst_executed"], 2000)
+        self.assertEqual(lanes["efficiency"]["lines"], "unavailable")
+        self.assertNotIn("sass", lanes["lines"][0])  # no per-line figure made up
+        self.assertEqual(lanes["samples"], 25)  # the samples still attributed
+        self.assertAlmostEqual(ks["k_only_here"]["efficiency"]["warp_efficiency"], 1.0)  # counted, never sampled
+
+    def test_pass_needed_only_for_missing_functions(self):
+        with tempfile.TemporaryDirectory() as d:
+            sass = self.sass_without_lanes(d)
+            a = lambda mode, no_sass=False: type("A", (), {"warp_pass": mode, "no_sass": no_sass})  # noqa: E731
+            self.assertEqual(pcsample.warp_pass_needed(a("auto"), sass), [self.LANES[1]])
+            self.assertIsNone(pcsample.warp_pass_needed(a("auto"), SASS))  # every launched function counted
+            self.assertIsNone(pcsample.warp_pass_needed(a("never"), sass))
+            self.assertEqual(pcsample.warp_pass_needed(a("always"), SASS), [])
+            self.assertEqual(pcsample.warp_pass_needed(a("auto"), os.path.join(d, "none.jsonl")), [])
+            self.assertIsNone(pcsample.warp_pass_needed(a("auto", True), None))
+
+    def test_command_runs_the_warp_pass_and_says_the_source(self):
+        with tempfile.TemporaryDirectory() as d:
+            sass = self.sass_without_lanes(d)
+            warp = warp_raw(d, [self.LANES + (1000, 8000, 8000)])
+            prog = os.path.join(d, "prog.sh")
+            with open(prog, "w") as f:
+                f.write("#!/bin/sh\n"
+                        "if [ -n \"$ARCHBENCH_TOPDOWN_OUT\" ]; then env | grep -E '^ARCHBENCH_TOPDOWN_' | sort > %s/warp.env;"
+                        " cp %s \"$ARCHBENCH_TOPDOWN_OUT\"; exit 0; fi\n"
+                        "if [ \"$ARCHBENCH_PCSAMPLE_MODE\" = sass ]; then cp %s \"$ARCHBENCH_PCSAMPLE_OUT\";"
+                        " else cp %s \"$ARCHBENCH_PCSAMPLE_OUT\"; fi\n" % (d, warp, sass, RAW))
+            os.chmod(prog, 0o755)
+            lib, tdlib = os.path.join(d, "libfake.so"), os.path.join(d, "libtd.so")
+            open(lib, "w").close()
+            open(tdlib, "w").close()
+            j = os.path.join(d, "out.json")
+            env = {k: v for k, v in os.environ.items() if not k.startswith("ARCHBENCH_TOPDOWN")}
+            p = subprocess.run([sys.executable, TOOL, "--lib", lib, "--topdown-lib", tdlib, "--no-native",
+                                "--raw", os.path.join(d, "run.jsonl"), "--json", j, "--", prog],
+                               capture_output=True, text=True, timeout=60, env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            wenv = open(os.path.join(d, "warp.env")).read().split()
+            doc = json.load(open(j))
+        self.assertIn("ARCHBENCH_TOPDOWN_METRICS=warp", wenv)
+        self.assertIn("ARCHBENCH_TOPDOWN_KERNEL=^(_Z5lanesILi4EEvPfi)$", wenv)  # only the function SASS missed
+        self.assertIn("ARCHBENCH_TOPDOWN_SAMPLE=1", wenv)
+        lanes = next(k for k in doc["kernels"] if k["kernel"] == self.LANES[0])
+        self.assertEqual(lanes["efficiency"]["source"], "counters")
+        self.assertAlmostEqual(lanes["efficiency"]["warp_efficiency"], 0.25)
+        self.assertEqual(doc["context"]["warp_functions"], [self.LANES[1]])
+        row = next(l for l in p.stdout.splitlines() if l.startswith("void lanes<4>"))
+        self.assertIn("0.250", row)
+        self.assertIn("ctr", row)
+        self.assertIn("sass", next(l for l in p.stdout.splitlines() if l.startswith("hot_chase")))
+
+    def test_report_mode_takes_a_warp_file(self):
+        with tempfile.TemporaryDirectory() as d:
+            sass = self.sass_without_lanes(d)
+            warp = warp_raw(d, [self.LANES + (1000, 16000, 16000)])
+            j = os.path.join(d, "out.json")
+            p = subprocess.run([sys.executable, TOOL, "--report", RAW, "--sass-report", sass, "--warp-report", warp,
+                                "--json", j], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            lanes = next(k for k in json.load(open(j))["kernels"] if k["kernel"] == self.LANES[0])
+        self.assertAlmostEqual(lanes["warp"]["act"], 16.0)
+        self.assertAlmostEqual(lanes["efficiency"]["warp_efficiency"], 0.5)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -21,6 +21,14 @@ Per kernel, line and instruction:
   sass           executed instructions (warp-level), warp efficiency ACT/TOT (ACT: active
                  thread-instructions, TOT: 32 lanes per instruction, WAST = TOT - ACT), and scalar
                  loss (the lanes lost by instructions that ran with one active lane)
+  warp           per kernel, where the SASS metrics have no records for a launched kernel (on the
+                 H100 CUPTI patched only the first function launched): a fourth run under
+                 libarchbench_topdown.so with its "warp" counter set (smsp__inst_executed,
+                 smsp__thread_inst_executed, _pred_on; the first launch of each shape): ACT =
+                 thread-instructions per warp-instruction, TOT = 32, WAST = 32 - ACT, executed
+                 instructions; scalar loss needs per-instruction counts (null). Each kernel's
+                 "efficiency" says which source its figure came from (sass_metrics or counters);
+                 lines keep the SASS metrics' figures where there are any, else none (unavailable).
 
 Output: the text report (hottest kernels, then their hottest lines with stall reasons and the source
 text where the file is readable), --json (per kernel totals, lines and PCs), --html (a kernel's
@@ -130,8 +138,39 @@ def sass_metrics(pcs):
             "warp_efficiency": act / tot if tot else None, "scalar_loss": scalar}
 
 
-def analyse(recs, sass_recs=None):
-    """Per kernel: samples, stall shares, latency, SASS metrics, and the same per line and PC."""
+def warp_counters(launches):
+    """A kernel's warp efficiency from the injection's per-launch "warp" objects (counter sums
+    over the profiled launches): ACT and WAST per warp-instruction, TOT = 32, executed
+    warp-instructions; scalar loss needs per-instruction counts (None)."""
+    inst = sum(float(w.get("smsp__inst_executed.sum", 0)) for w in launches)
+    thread = sum(float(w.get("smsp__thread_inst_executed.sum", 0)) for w in launches)
+    pred = [float(w["smsp__thread_inst_executed_pred_on.sum"]) for w in launches
+            if "smsp__thread_inst_executed_pred_on.sum" in w]
+    act = thread / inst if inst else None
+    out = {"source": "counters", "launches_profiled": len(launches), "inst_executed": inst,
+           "thread_inst_executed": thread, "act": act, "tot": 32, "wast": 32 - act if act is not None else None,
+           "warp_efficiency": act / 32 if act is not None else None, "scalar_loss": None}
+    if len(pred) == len(launches) and inst:
+        out["act_pred_on"] = sum(pred) / inst
+        out["warp_efficiency_pred_on"] = out["act_pred_on"] / 32
+    return out
+
+
+def load_warp(path):
+    """The warp pass's per-kernel launches {mangled or name: (name, [warp objects])} from the
+    TopDown injection's raw file (its kernel records' "warp" objects)."""
+    from .topdown import load as load_topdown
+    recs = load_topdown(path)
+    out = {}
+    for r in recs["kernel"]:
+        if isinstance(r.get("warp"), dict) and r["warp"]:
+            out.setdefault(r.get("mangled") or r["name"], (r["name"], []))[1].append(r["warp"])
+    return out, recs
+
+
+def analyse(recs, sass_recs=None, warp=None):
+    """Per kernel: samples, stall shares, latency, SASS metrics, and the same per line and PC;
+    `warp` ({mangled: (name, [warp objects])}, load_warp) adds the per-kernel counters."""
     kernels = {}
 
     def kernel(name):
@@ -157,6 +196,11 @@ def analyse(recs, sass_recs=None):
                                                 "line": int(r.get("line", 0)), "counts": {}})
         pc["inst"] = pc.get("inst", 0) + int(r.get("smsp__sass_inst_executed", 0))
         pc["thread_inst"] = pc.get("thread_inst", 0) + int(r.get("smsp__sass_thread_inst_executed", 0))
+    by_function = {k["function"]: k for k in kernels.values() if k["function"]}
+    for mangled, (name, launches) in (warp or {}).items():
+        k = by_function.get(mangled) or kernels.get(name) or kernel(name)
+        k["function"] = k["function"] or mangled
+        k["warp"] = warp_counters(launches)
     for r in recs["launch"]:
         if r["name"] in kernels:
             k = kernels[r["name"]]
@@ -193,10 +237,22 @@ def analyse(recs, sass_recs=None):
                       for l in lines.values()]
         line_views.sort(key=lambda l: (-l["samples"], -(l.get("sass", {}).get("inst_executed") or 0)))
         all_sass = [(p["inst"], p["thread_inst"]) for p in k["pcs"].values() if "inst" in p]
-        out.append(dict({"kernel": k["kernel"], "function": k["function"], "launches": k["launches"],
-                         "time_share": n / total if total else 0.0},
-                        **view(k, all_sass), lines=line_views, pcs=pcs))
-    out.sort(key=lambda k: (-k["samples"], -(k.get("sass", {}).get("inst_executed") or 0)))
+        kv = dict({"kernel": k["kernel"], "function": k["function"], "launches": k["launches"],
+                   "time_share": n / total if total else 0.0},
+                  **view(k, all_sass), lines=line_views, pcs=pcs)
+        if has_sass:
+            kv["sass"]["source"] = "sass_metrics"
+        if "warp" in k:
+            kv["warp"] = k["warp"]
+        # The kernel's one warp-efficiency figure and where it came from: the SASS metrics
+        # (instruction-exact) where they counted the kernel, else the per-kernel counters.
+        src = kv.get("sass") if has_sass else kv.get("warp")
+        kv["efficiency"] = {"source": src["source"] if src else "unavailable",
+                            "warp_efficiency": src.get("warp_efficiency") if src else None,
+                            "inst_executed": src.get("inst_executed") if src else None,
+                            "lines": "sass_metrics" if has_sass else "unavailable"}
+        out.append(kv)
+    out.sort(key=lambda k: (-k["samples"], -(k["efficiency"]["inst_executed"] or 0)))
     return out
 
 
@@ -275,6 +331,9 @@ def annotate(kernels, recs, sources, sass=True):
 
 # ---------------------------------------------------------------- views
 
+SOURCE_TAGS = {"sass_metrics": "sass", "counters": "ctr", "unavailable": "-"}
+
+
 def short(name, width=60):
     return name if len(name) <= width else name[:width - 3] + "..."
 
@@ -288,16 +347,22 @@ def text_report(kernels, context, top=5, lines=8):
     if "period_log2" in context:
         out.append(f"PC sampling: {context.get('total_samples', 0)} samples, {context.get('dropped_samples', 0)} dropped; "
                    f"period 2^{context['period_log2']} cycles, continuous collection; {context.get('device', '')}")
-    head = f"{'kernel':<60} {'samples':>9} {'share':>6} {'warps need/have':>15} {'warp eff':>8} {'inst':>10}  top stalls"
+    head = (f"{'kernel':<60} {'samples':>9} {'share':>6} {'warps need/have':>15} {'warp eff':>8} {'src':>4} {'inst':>10}"
+            "  top stalls")
     out += ["", "Kernels, hottest first:", head, "-" * len(head)]
     for k in kernels:
-        lat, sass = k["latency"], k.get("sass", {})
+        lat, ke = k["latency"], k.get("efficiency", {})
         need = f"{lat['warps_needed']:.1f}" if lat.get("warps_needed") else "-"
         have = f"{lat['warps_available']:.1f}" if lat.get("warps_available") is not None else "-"
-        eff = f"{sass['warp_efficiency']:.3f}" if sass.get("warp_efficiency") is not None else "-"
-        inst = f"{sass['inst_executed']:.3g}" if sass else "-"
+        eff = f"{ke['warp_efficiency']:.3f}" if ke.get("warp_efficiency") is not None else "-"
+        inst = f"{ke['inst_executed']:.3g}" if ke.get("inst_executed") is not None else "-"
+        src = SOURCE_TAGS.get(ke.get("source"), "-")
         out.append(f"{short(k['kernel']):<60} {k['samples']:>9} {100 * k['time_share']:>5.1f}% {need + '/' + have:>15} "
-                   f"{eff:>8} {inst:>10}  {top_reasons(k['stalls'])}")
+                   f"{eff:>8} {src:>4} {inst:>10}  {top_reasons(k['stalls'])}")
+    if any(k.get("efficiency", {}).get("source") == "counters" for k in kernels):
+        out.append("(warp eff src: sass = CUPTI's SASS metrics, per instruction; ctr = per-kernel counters "
+                   "(libarchbench_topdown.so, warp set) where the SASS metrics have no records; line figures "
+                   "only from SASS metrics)")
     for k in kernels[:top]:
         if not k["samples"] and not k.get("sass"):
             continue
@@ -332,13 +397,13 @@ def html_report(kernels, context, top=5):
             "<table><tr><th>kernel</th><th>samples</th><th>share</th><th>top stalls</th><th>warps needed</th>"
             "<th>warps held</th><th>warp efficiency</th><th>instructions</th></tr>"]
     for k in kernels:
-        lat, sass = k["latency"], k.get("sass", {})
+        lat, ke = k["latency"], k.get("efficiency", {})
         body.append(f"<tr><td>{e(short(k['kernel'], 90))}</td><td class=n>{k['samples']}</td>"
                     f"<td class=n>{100 * k['time_share']:.1f}%</td><td>{e(top_reasons(k['stalls']))}</td>"
                     f"<td class=n>{e(format(lat['warps_needed'], '.1f') if lat.get('warps_needed') else '-')}</td>"
                     f"<td class=n>{e(format(lat['warps_available'], '.1f') if lat.get('warps_available') is not None else '-')}</td>"
-                    f"<td class=n>{e(format(sass['warp_efficiency'], '.3f') if sass.get('warp_efficiency') is not None else '-')}</td>"
-                    f"<td class=n>{e(format(sass['inst_executed'], '.3g') if sass else '-')}</td></tr>")
+                    f"<td class=n>{e(format(ke['warp_efficiency'], '.3f') + ' (' + ke['source'] + ')' if ke.get('warp_efficiency') is not None else '-')}</td>"
+                    f"<td class=n>{e(format(ke['inst_executed'], '.3g') if ke.get('inst_executed') is not None else '-')}</td></tr>")
     body.append("</table>")
     for i, k in enumerate(kernels[:top]):
         body.append(f"<section class=chart><h2 id=k{i}>{e(short(k['kernel'], 120))}</h2>")
@@ -465,6 +530,49 @@ def sass_context(recs, context):
             + ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""))
 
 
+def warp_pass_needed(a, sass_raw):
+    """The functions the warp pass should count: [] for all, None for no pass (--warp-pass, and in
+    auto mode whether the SASS metrics run left a launched function without records)."""
+    if a.warp_pass == "never" or (a.warp_pass == "auto" and a.no_sass):
+        return None
+    if a.warp_pass == "always" or not sass_raw or not os.path.exists(sass_raw):
+        return []
+    try:
+        recs = load(sass_raw)
+    except InputError:
+        return []
+    counted = {r.get("function") for r in recs["sass"]}
+    missing = sorted({r.get("function") for r in recs["launch"]} - counted - {None})
+    if not recs["launch"] and not recs["sass"]:
+        return []  # no launch seen: count whatever runs
+    return missing or None
+
+
+def warp_pass(a, cmd, raw, functions, context):
+    """Runs the program under libarchbench_topdown.so with ARCHBENCH_TOPDOWN_METRICS=warp (the
+    first launch of each kernel and shape, at most 2 a kernel; only `functions` where given);
+    returns its exit status."""
+    from .topdown import cupti_env, find_lib as find_topdown_lib
+    try:
+        lib = find_topdown_lib(a.topdown_lib)
+    except InputError as e:
+        context.setdefault("problems", []).append(f"warp pass skipped: {e}")
+        return 0
+    env = cupti_env(dict(os.environ))
+    names = [f for f in functions if re.fullmatch(r"[A-Za-z0-9_$.]+", f)]
+    kernel = "^(" + "|".join(re.escape(f) for f in names) + ")$" if names and len(names) == len(functions) \
+        and len(names) <= 256 else ""
+    env.update({"CUDA_INJECTION64_PATH": lib, "ARCHBENCH_TOPDOWN_OUT": raw, "ARCHBENCH_TOPDOWN_METRICS": "warp",
+                "ARCHBENCH_TOPDOWN_KERNEL": kernel, "ARCHBENCH_TOPDOWN_SAMPLE": "1", "ARCHBENCH_TOPDOWN_MAX": "2"})
+    if os.path.exists(raw):
+        os.remove(raw)
+    print(f"{TOOL}: warp pass (per-kernel counters, libarchbench_topdown.so) for "
+          f"{len(functions) if functions else 'all'} kernel functions", file=sys.stderr)
+    rc, context["warp_s"] = timed(cmd, env, a.timeout or None, "warp pass")
+    context["warp_functions"] = functions or "all"
+    return rc
+
+
 def main(argv=None):
     return cli.run(TOOL, run, argv)
 
@@ -489,6 +597,12 @@ def run(argv):
                          "before its first launch, so CUPTI can patch it then; inherit: the environment's)")
     ap.add_argument("--sass-lazy-patching", type=int, choices=(0, 1), default=1,
                     help="cuptiSassMetricsEnable's enableLazyPatching (default 1; 0: every loaded function at enable)")
+    ap.add_argument("--warp-pass", choices=("auto", "always", "never"), default="auto",
+                    help="per-kernel warp efficiency from counters (a run under libarchbench_topdown.so, its 'warp' "
+                         "set): auto (default) where the SASS metrics run has no records for a launched kernel (or "
+                         "none at all), always, never")
+    ap.add_argument("--topdown-lib", help="path of libarchbench_topdown.so (the warp pass)")
+    ap.add_argument("--warp-report", help="with --report: the warp pass's raw file (TopDown injection records)")
     ap.add_argument("--no-native", action="store_true", help="skip the native run (no overhead figure)")
     ap.add_argument("--top", type=int, default=5, help="kernels shown line by line (default 5)")
     ap.add_argument("--lines", type=int, default=8, help="lines shown per kernel (default 8)")
@@ -557,6 +671,13 @@ def run(argv):
             if sass_rc != 0:
                 print(f"{TOOL}: the program exited with {sass_rc} under SASS metrics", file=sys.stderr)
         context["raw"] = raw
+        sass_missing = warp_pass_needed(a, sass_raw)
+        if sass_missing is not None:
+            warp_raw = raw[:-len(".jsonl")] + ".warp.jsonl" if raw.endswith(".jsonl") else raw + ".warp"
+            warp_rc = warp_pass(a, cmd, warp_raw, sass_missing, context)
+            if warp_rc != 0:
+                print(f"{TOOL}: the program exited with {warp_rc} in the warp pass", file=sys.stderr)
+            a.warp_report = warp_raw
         if not os.path.exists(raw):  # the injection never started: no CUDA, or no driver
             print(f"{TOOL}: no records: the program started no CUDA context under sampling", file=sys.stderr)
             return rc or cli.EXIT_BAD_INPUT
@@ -568,7 +689,17 @@ def run(argv):
     sass_recs = load(sass_raw) if sass_raw and os.path.exists(sass_raw) else None
     if sass_recs:
         sass_context(sass_recs, context)
-    kernels = analyse(recs, sass_recs)
+    warp = None
+    if a.warp_report and os.path.exists(a.warp_report):
+        warp, warp_recs = load_warp(a.warp_report)
+        context["warp_raw"] = a.warp_report
+        for e in warp_recs["error"]:
+            context.setdefault("problems", []).append(f"warp pass: {e.get('reason', '')}")
+        if not warp:
+            context.setdefault("problems", []).append("warp pass: no kernel records with warp counters")
+    elif a.warp_report:
+        context.setdefault("problems", []).append(f"warp pass: no records ({a.warp_report} missing)")
+    kernels = analyse(recs, sass_recs, warp)
     annotate(kernels, recs, Sources(a.source_dir), sass=bool(a.html))
     print(text_report(kernels, context, a.top, a.lines))
     if a.json:

@@ -16,7 +16,10 @@
 //                             on stderr that it may never end (default 20)
 //   ARCHBENCH_TOPDOWN_METRICS "traffic": collect the traffic set instead (fixtures/meters/traffic.hpp:
 //                             bytes per level, flops by precision) and write it as each launch's
-//                             "traffic" object (archbench_roofline.py --program); default TopDown's
+//                             "traffic" object (archbench_roofline.py --program); default TopDown's.
+//                             "warp": warp-instruction and thread-instruction counts (issue 18) as
+//                             each launch's "warp" object (archbench_pcsample.py's per-kernel warp
+//                             efficiency where CUPTI's SASS metrics have no records for a kernel)
 //
 // What cannot be replayed is not: a launch whose arguments point into host memory (mapped or
 // registered) may read a flag the host sets only after the launch returns (a spin kernel, as in
@@ -91,6 +94,8 @@ struct State {
   std::uint64_t seq = 0, profiled = 0, skipped = 0, unreplayable = 0, captured = 0;
   std::size_t passes = 0;
   bool traffic = false;     // ARCHBENCH_TOPDOWN_METRICS=traffic: the traffic set, not TopDown's
+  bool warp = false;        // ARCHBENCH_TOPDOWN_METRICS=warp: the warp-efficiency set
+  std::vector<std::string> warp_metrics;  // the warp set's full names this chip has
   ab::TrafficPlan plan;     // the traffic set's plan (the chip's, from the first profiler made)
   bool done = false;
 };
@@ -134,9 +139,12 @@ void flush(State& s, CUcontext ctx, Context& c) {
                  c.pending.size());
   for (std::size_t i = 0; i < c.pending.size() && i < ranges.size(); ++i) {
     const Launch& l = c.pending[i];
-    std::string metrics = "{", td = "{", traffic = "{", err;
+    std::string metrics = "{", td = "{", traffic = "{", warp = "{", err;
     for (const auto& [k, v] : ranges[i]) metrics += (metrics.size() > 1 ? "," : "") + tr::JsonLine::quote(k) + ":" + number(v);
-    try {
+    if (s.warp)  // the raw counters, named as collected; the tool does the arithmetic
+      for (const auto& [k, v] : ranges[i])
+        if (k != "gpu__time_duration.sum") warp += (warp.size() > 1 ? "," : "") + tr::JsonLine::quote(k) + ":" + number(v);
+    if (!s.warp) try {
       auto& out = s.traffic ? traffic : td;
       for (const auto& [k, v] : s.traffic ? ab::traffic_values(s.plan, ranges[i]) : ab::topdown_counters(ab::topdown(ranges[i]), 3))
         out += (out.size() > 1 ? "," : "") + tr::JsonLine::quote(k) + ":" + number(v);
@@ -150,6 +158,7 @@ void flush(State& s, CUcontext ctx, Context& c) {
         .raw("duration_ns", number(ranges[i].count("gpu__time_duration.sum") ? ranges[i].at("gpu__time_duration.sum") : 0))
         .raw("metrics", metrics + "}").raw("topdown", td + "}");
     if (s.traffic) line.raw("traffic", traffic + "}");
+    if (s.warp) line.raw("warp", warp + "}");
     if (!err.empty()) line.str("error", err);
     line.write(s.out);
     ++s.profiled;
@@ -169,6 +178,18 @@ ab::RangeProfiler* profiler_for(State& s, CUcontext ctx, Context& c) {
     if (s.traffic) {
       s.plan = ab::traffic_plan(p->base_metrics());
       p->set_metrics(s.plan.metrics);
+    } else if (s.warp) {
+      const std::vector<std::string> base = p->base_metrics();
+      const std::set<std::string> have(base.begin(), base.end());
+      s.warp_metrics.clear();
+      for (const char* m : {"smsp__inst_executed.sum", "smsp__thread_inst_executed.sum",
+                            "smsp__thread_inst_executed_pred_on.sum", "gpu__time_duration.sum"}) {
+        const std::string full(m);
+        if (have.count(full.substr(0, full.find('.')))) s.warp_metrics.push_back(full);
+      }
+      if (!have.count("smsp__inst_executed") || !have.count("smsp__thread_inst_executed"))
+        throw std::runtime_error("warp set: this GPU has no smsp__inst_executed / smsp__thread_inst_executed counters");
+      p->set_metrics(s.warp_metrics);
     } else {
       p->set_metrics(ab::topdown_metrics(p->base_metrics()));
     }
@@ -178,8 +199,9 @@ ab::RangeProfiler* profiler_for(State& s, CUcontext ctx, Context& c) {
     cuDeviceGetPCIBusId(bus, sizeof bus, dev);
     tr::JsonLine("profiler").str("chip", p->chip()).unum("passes", p->passes()).unum("metrics", p->metrics().size())
         .unum("device", static_cast<std::uint64_t>(dev)).str("device_name", name).str("pci_bus_id", bus)
-        .str("metric_set", s.traffic ? "traffic" : "topdown").str("traffic_counters", s.traffic ? s.plan.describe() : "")
+        .str("metric_set", s.traffic ? "traffic" : s.warp ? "warp" : "topdown").str("traffic_counters", s.traffic ? s.plan.describe() : "")
         .str("traffic_missing", s.traffic ? join(s.plan.missing) : "")
+        .str("warp_counters", s.warp ? join(s.warp_metrics) : "")
         .write(s.out);
     c.profiler = std::move(p);
   } catch (const std::exception& e) {
@@ -507,7 +529,10 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   }
   if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_MAX")) s.max_per_kernel = std::strtoull(m, nullptr, 10);
   if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_SAMPLE"); m && *m) s.sample = std::strtoull(m, nullptr, 10);
-  if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_METRICS"); m && *m) s.traffic = std::string(m) == "traffic";
+  if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_METRICS"); m && *m) {
+    s.traffic = std::string(m) == "traffic";
+    s.warp = std::string(m) == "warp";
+  }
   double watchdog_s = 20;
   if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_WATCHDOG_S"); m && *m) watchdog_s = std::atof(m);
   char date[32];
