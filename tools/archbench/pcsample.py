@@ -47,7 +47,6 @@ import time
 
 from . import cli
 from .cli import InputError
-from .trace import find_lib as find_tracer_lib
 
 TOOL = "archbench_pcsample"
 PREFIX = "smsp__pcsamp_warps_issue_stalled_"
@@ -436,14 +435,8 @@ def html_report(kernels, context, top=5):
 # ---------------------------------------------------------------- running a program
 
 def find_lib(given):
-    for c in (given, os.environ.get("ARCHBENCH_PCSAMPLE_LIB")):
-        if c and os.path.isfile(c):
-            return os.path.abspath(c)
-    found = find_tracer_lib("libarchbench_pcsampling.so", None, env=None)
-    if found:
-        return found
-    raise InputError("libarchbench_pcsampling.so not found (build the target archbench_pcsampling, "
-                     "or pass --lib / set ARCHBENCH_PCSAMPLE_LIB)")
+    from .topdown import find_lib as find_injection
+    return find_injection(given, "libarchbench_pcsampling.so", "ARCHBENCH_PCSAMPLE_LIB")
 
 
 def timed(cmd, env, timeout=None, what="run"):

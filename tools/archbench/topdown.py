@@ -44,17 +44,17 @@ class BadFile(InputError):
     """A raw file that is not the injection's records (the message names file and line)."""
 
 
-def find_lib(given):
-    """The injection library: --lib, ARCHBENCH_TOPDOWN_LIB, else where the tracers' libraries are
-    looked for (the bundle's lib/, the newest build*/lib)."""
-    for c in (given, os.environ.get("ARCHBENCH_TOPDOWN_LIB")):
+def find_lib(given, name="libarchbench_topdown.so", variable="ARCHBENCH_TOPDOWN_LIB"):
+    """An injection library (TopDown's unless named): --lib, the environment variable, else where
+    the tracers' libraries are looked for (the bundle's lib/, the newest build*/lib)."""
+    for c in (given, os.environ.get(variable)):
         if c and os.path.isfile(c):
             return os.path.abspath(c)
-    found = find_tracer_lib("libarchbench_topdown.so", None, env=None)
+    found = find_tracer_lib(name, None, env=None)
     if found:
         return found
-    raise InputError("libarchbench_topdown.so not found (build the target archbench_topdown, "
-                     "or pass --lib / set ARCHBENCH_TOPDOWN_LIB)")
+    target = name[len("lib"):-len(".so")]
+    raise InputError(f"{name} not found (build the target {target}, or pass --lib / set {variable})")
 
 
 def cupti_env(env):
