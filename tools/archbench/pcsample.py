@@ -46,6 +46,7 @@ import tempfile
 import time
 
 from . import cli
+from . import topdown
 from .cli import InputError
 
 TOOL = "archbench_pcsample"
@@ -58,10 +59,6 @@ RENAMES = {"no_instructions": "no_instruction"}  # PC sampling's name -> the cou
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tools/
 
 
-class BadFile(InputError):
-    """A raw file that is not the injection's records."""
-
-
 def reason(name):
     """TopDown's name of a PC sampling stall reason ("" for a variant not counted: *_not_issued)."""
     if name.endswith("_not_issued"):
@@ -70,29 +67,21 @@ def reason(name):
     return RENAMES.get(r, r)
 
 
+def check_record(r):
+    if r["type"] == "pc":
+        r["name"], int(r["pc"]), int(r.get("line", 0))
+        if not all(isinstance(v, int) and v >= 0 for v in dict(r["stalls"]).values()):
+            raise ValueError("stall counts must be counts")
+    elif r["type"] == "sass":
+        r["name"], int(r["pc"]), int(r.get("smsp__sass_inst_executed", 0))
+    elif r["type"] == "launch":
+        r["name"], int(r["launches"]), float(r["warps_per_scheduler"])
+
+
 def load(path):
     """The raw records by type; a malformed line is an error naming the file and line."""
-    recs = {"process": [], "config": [], "module": [], "pc": [], "sass": [], "drain": [], "launch": [], "end": [],
-            "error": []}
-    for no, line in enumerate(cli.read_lines(path), 1):
-        if not line.strip():
-            continue
-        try:
-            r = json.loads(line)
-            recs.setdefault(r["type"], []).append(r)
-            if r["type"] == "pc":
-                r["name"], int(r["pc"]), int(r.get("line", 0))
-                if not all(isinstance(v, int) and v >= 0 for v in dict(r["stalls"]).values()):
-                    raise ValueError("stall counts must be counts")
-            elif r["type"] == "sass":
-                r["name"], int(r["pc"]), int(r.get("smsp__sass_inst_executed", 0))
-            elif r["type"] == "launch":
-                r["name"], int(r["launches"]), float(r["warps_per_scheduler"])
-        except (ValueError, KeyError, TypeError, AttributeError) as e:
-            raise BadFile(f"{path}:{no}: not a PC sampling record ({e})")
-    if not recs["process"]:
-        raise BadFile(f"{path}: no process record: not written by libarchbench_pcsampling.so")
-    return recs
+    return topdown.read_records(path, ("process", "config", "module", "pc", "sass", "drain", "launch", "end", "error"),
+                                check_record, "PC sampling", "libarchbench_pcsampling.so")
 
 
 # ---------------------------------------------------------------- the arithmetic (host-only, tested)
@@ -158,8 +147,7 @@ def warp_counters(launches):
 def load_warp(path):
     """The warp pass's per-kernel launches {mangled or name: (name, [warp objects])} from the
     TopDown injection's raw file (its kernel records' "warp" objects)."""
-    from .topdown import load as load_topdown
-    recs = load_topdown(path)
+    recs = topdown.load(path)
     out = {}
     for r in recs["kernel"]:
         if isinstance(r.get("warp"), dict) and r["warp"]:
@@ -435,8 +423,7 @@ def html_report(kernels, context, top=5):
 # ---------------------------------------------------------------- running a program
 
 def find_lib(given):
-    from .topdown import find_lib as find_injection
-    return find_injection(given, "libarchbench_pcsampling.so", "ARCHBENCH_PCSAMPLE_LIB")
+    return topdown.find_lib(given, "libarchbench_pcsampling.so", "ARCHBENCH_PCSAMPLE_LIB")
 
 
 def timed(cmd, env, timeout=None, what="run"):
@@ -545,13 +532,12 @@ def warp_pass(a, cmd, raw, functions, context):
     """Runs the program under libarchbench_topdown.so with ARCHBENCH_TOPDOWN_METRICS=warp (the
     first launch of each kernel and shape, at most 2 a kernel; only `functions` where given);
     returns its exit status."""
-    from .topdown import cupti_env, find_lib as find_topdown_lib
     try:
-        lib = find_topdown_lib(a.topdown_lib)
+        lib = topdown.find_lib(a.topdown_lib)
     except InputError as e:
         context.setdefault("problems", []).append(f"warp pass skipped: {e}")
         return 0
-    env = cupti_env(dict(os.environ))
+    env = topdown.cupti_env(dict(os.environ))
     names = [f for f in functions if re.fullmatch(r"[A-Za-z0-9_$.]+", f)]
     kernel = "^(" + "|".join(re.escape(f) for f in names) + ")$" if names and len(names) == len(functions) \
         and len(names) <= 256 else ""
@@ -636,8 +622,7 @@ def run(argv):
             native_rc, context["native_s"] = timed(cmd, dict(os.environ), a.timeout or None, "native run")
             if native_rc != 0:
                 print(f"{TOOL}: the program exited with {native_rc} natively", file=sys.stderr)
-        from .topdown import cupti_env
-        env = cupti_env(dict(os.environ))
+        env = topdown.cupti_env(dict(os.environ))
         env.update({"CUDA_INJECTION64_PATH": lib, "ARCHBENCH_PCSAMPLE_OUT": raw, "ARCHBENCH_PCSAMPLE_MODE": "pc",
                     "ARCHBENCH_PCSAMPLE_PERIOD": "auto" if a.period is None else str(a.period),
                     "ARCHBENCH_PCSAMPLE_DRAIN": a.drain,

@@ -84,24 +84,37 @@ def timed(cmd, env):
     return rc, time.monotonic() - start
 
 
-def load(path):
-    """The raw records, by type; a malformed line is an error naming the file and line."""
-    recs = {"process": [], "profiler": [], "kernel": [], "error": [], "end": [], "shape": [], "unreplayable": []}
+def read_records(path, types, check, what, library):
+    """An injection library's raw file (JSON lines) as {type: [records]}, every type of `types`
+    present; check(record) raises ValueError, KeyError, TypeError or AttributeError on a
+    malformed one, and BadFile names the file and line; a file with no process record was not
+    written by `library`."""
+    recs = {t: [] for t in types}
     for no, line in enumerate(cli.read_lines(path), 1):
         if not line.strip():
             continue
         try:
             r = json.loads(line)
             recs.setdefault(r["type"], []).append(r)
-            if r["type"] == "kernel":
-                float(r["duration_ns"]), r["name"], dict(r["topdown"])
-            if r["type"] == "shape":
-                int(r["launches"]), r["name"], float(r.get("unprofiled_ns", 0))
-        except (ValueError, KeyError, TypeError) as e:
-            raise BadFile(f"{path}:{no}: not a TopDown record ({e})")
+            check(r)
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise BadFile(f"{path}:{no}: not a {what} record ({e})")
     if not recs["process"]:
-        raise BadFile(f"{path}: no process record: not written by libarchbench_topdown.so")
+        raise BadFile(f"{path}: no process record: not written by {library}")
     return recs
+
+
+def check_record(r):
+    if r["type"] == "kernel":
+        float(r["duration_ns"]), r["name"], dict(r["topdown"])
+    if r["type"] == "shape":
+        int(r["launches"]), r["name"], float(r.get("unprofiled_ns", 0))
+
+
+def load(path):
+    """The raw records, by type; a malformed line is an error naming the file and line."""
+    return read_records(path, ("process", "profiler", "kernel", "error", "end", "shape", "unreplayable"), check_record,
+                        "TopDown", "libarchbench_topdown.so")
 
 
 def level3_columns(kernels):
