@@ -80,6 +80,7 @@
 #include <vector>
 
 #include "tools/analysis/trace/common.hpp"
+#include "tools/analysis/trace/cupti_calls.hpp"
 
 namespace tr = archbench::trace;
 
@@ -804,23 +805,7 @@ void sass_range_for(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id)
                         .raw("waited_s", std::to_string(double(tr::now_ns() - t0) * 1e-9)).unum("ns", tr::now_ns())));
 }
 
-constexpr CUpti_CallbackId kSyncs[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,     CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,  CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize,   CUPTI_DRIVER_TRACE_CBID_cuMemcpy,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpy_v2,          CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH,         CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds, CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer};
-constexpr CUpti_CallbackId kLaunches[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
-
-bool one_of(CUpti_CallbackId id, const CUpti_CallbackId* b, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i)
-    if (b[i] == id) return true;
-  return false;
-}
+using tr::kLaunches, tr::kSyncs, tr::one_of;
 
 // The program's call `what` on this thread waits (enter) or no longer does (exit), for the watchdog.
 void wait_mark(bool enter, const char* what) {
@@ -871,7 +856,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
       dbg("callback #%llu: %s %s%s%s", static_cast<unsigned long long>(nth), cb->functionName ? cb->functionName : "?",
           enter ? "enter" : "exit", cb->symbolName ? " " : "", cb->symbolName ? cb->symbolName : "");
     wait_mark(enter, cb->functionName);
-    if (one_of(id, kLaunches, std::size(kLaunches))) {
+    if (one_of(id, kLaunches)) {
       if (enter && s.mode == "sass" && s.sass_range == "function" && cb->symbolName && !s.finishing)
         sass_range_for(s, cb, id);
       std::lock_guard<std::mutex> lock(s.mu);

@@ -50,6 +50,7 @@
 #include "fixtures/meters/topdown.hpp"
 #include "fixtures/meters/traffic.hpp"
 #include "tools/analysis/trace/common.hpp"
+#include "tools/analysis/trace/cupti_calls.hpp"
 
 namespace ab = archbench;
 namespace tr = archbench::trace;
@@ -414,30 +415,15 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
   c.pending.push_back(std::move(l));
 }
 
-// Calls after which the program has waited for its kernels: the pending ranges are decoded
-// there, so that little is left for the exit, when the CUDA runtime may be tearing down.
-constexpr CUpti_CallbackId kSyncs[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,       CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize,    CUPTI_DRIVER_TRACE_CBID_cuStreamSynchronize_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuEventSynchronize,     CUPTI_DRIVER_TRACE_CBID_cuMemcpy,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpy_v2,            CUPTI_DRIVER_TRACE_CBID_cuMemcpy_ptds,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH,           CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2,
-    CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoH_v2_ptds,   CUPTI_DRIVER_TRACE_CBID_cuMemcpyPeer};
+// Launches, and the calls after which the program has waited for its kernels (the pending ranges
+// are decoded there, so that little is left for the exit, when the CUDA runtime may be tearing
+// down): tools/analysis/trace/cupti_calls.hpp.
+using tr::kLaunches, tr::kSyncs, tr::one_of;
 constexpr CUpti_CallbackId kRuntimeLaunches[] = {
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,           CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
     CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
     CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,        CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000};
-constexpr CUpti_CallbackId kLaunches[] = {
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,           CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,         CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
-    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz};
-
-bool is_sync(CUpti_CallbackId id) {
-  for (CUpti_CallbackId s : kSyncs)
-    if (s == id) return true;
-  return false;
-}
 
 void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {  // a runtime launch: its id names the kernel's records
@@ -447,7 +433,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
   }
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
-  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && is_sync(id)) {
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && one_of(id, kSyncs)) {
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
     auto it = s.contexts.find(cb->context);
     if (cb->callbackSite == CUPTI_API_EXIT && !s.done && it != s.contexts.end() && !it->second.pending.empty())
