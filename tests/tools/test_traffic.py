@@ -103,7 +103,9 @@ class Arithmetic(unittest.TestCase):
         self.assertEqual(tf.bound(tf.placement({}, 1.0), {}, {}), (None, None, {}))
 
 
-class Agreement(unittest.TestCase):
+class WithRun(unittest.TestCase):
+    """A synthetic run with traffic counters in a temporary folder (self.run)."""
+
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
         self.run = os.path.join(self.tmp.name, "run.json")
@@ -112,6 +114,8 @@ class Agreement(unittest.TestCase):
     def tearDown(self):
         self.tmp.cleanup()
 
+
+class Agreement(WithRun):
     def test_verdicts(self):
         _, rows = tf.measured([self.run])
         table = {t["benchmark"]: t for t in tf.agreement(rows)[0]}
@@ -206,16 +210,8 @@ class Agreement(unittest.TestCase):
         self.assertIn("none: --traffic not given", p.stderr)
 
 
-class Charts(unittest.TestCase):
+class Charts(WithRun):
     """The roofline tool on a run with traffic counters: the three measured charts (plain SVG)."""
-
-    def setUp(self):
-        self.tmp = tempfile.TemporaryDirectory()
-        self.run = os.path.join(self.tmp.name, "run.json")
-        write_run(self.run)
-
-    def tearDown(self):
-        self.tmp.cleanup()
 
     def roofline(self, *args):
         env = dict(os.environ, ARCHBENCH_CHARTS="svg")
