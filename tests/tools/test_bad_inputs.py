@@ -94,6 +94,9 @@ class BadInputsTest(unittest.TestCase):
                 self.assertRefused(tool("trace", "report", path, "--no-symbolize"), path, f"trace report {name}")
             with self.subTest(file=name, command="topdown --report"):
                 self.assertRefused(tool("topdown", "--report", path), path, f"topdown --report {name}")
+            with self.subTest(file=name, command="topdown --timeline --report"):
+                self.assertRefused(tool("topdown", "--timeline", "--report", path), path,
+                                   f"topdown --timeline --report {name}")
             with self.subTest(file=name, command="pcsample --report"):
                 self.assertRefused(tool("pcsample", "--report", path), path, f"pcsample --report {name}")
 

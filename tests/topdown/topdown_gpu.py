@@ -7,7 +7,11 @@ breakdown is known in advance, under tools/archbench_topdown.py.
   - Divergence grows with the number of divergent paths (1, 2, 4, ... 32);
   - the raw counter values agree with Nsight Compute's (ncu, --clock-control none) for the same
     kernels within 5% (instruction counts, active cycles and every stall reason holding at least
-    5% of the stalls; the others are printed). Skipped, with the reason, where ncu is absent.
+    5% of the stalls; the others are printed). Skipped, with the reason, where ncu is absent;
+  - --timeline (CUPTI PM sampling, one pass): samples are written, each active sample's level-1
+    fractions and the run's add up to 1, the library's per-sample fractions are the tool's, the
+    wall times are recorded (the overhead is printed, not judged), and where CUPTI delivers
+    kernel records fma_chain retires more than stream_triad.
 
 Exit 77 (skip) where there is no CUDA device. --out DIR keeps every file written.
 """
@@ -89,11 +93,60 @@ def ncu_metrics(prog, metrics, out):
     return got, ""
 
 
+def run_timeline(tool, pm_lib, prog, out, failures):
+    """The time-resolved mode on the same program: the checks of the module's docstring."""
+    j = os.path.join(out, "td_kernels-timeline.json")
+    raw = os.path.join(out, "td_kernels-timeline.raw.jsonl")
+    cmd = [sys.executable, tool, "--timeline", "--by-invocation", "--json", j, "--raw", raw,
+           "-o", os.path.join(out, "td_kernels-timeline.svg")] + (["--lib", pm_lib] if pm_lib else [])
+    p = subprocess.run(cmd + ["--", prog], capture_output=True, text=True)
+    with open(os.path.join(out, "td_kernels-timeline.txt"), "w") as f:
+        f.write(p.stdout + p.stderr)
+    print("--- timeline ---", p.stdout, p.stderr, sep="\n")
+    if p.returncode != 0 or not os.path.exists(j):
+        failures.append(f"timeline: {' '.join(cmd)} exited with {p.returncode}")
+        return
+    with open(j) as f:
+        tl = json.load(f)
+    c, q = tl["context"], tl["quantities"]
+    active = [s for s in tl["samples"] if not s.get("idle")]
+    print(f"timeline: {len(tl['samples'])} samples ({len(active)} active) every {c.get('interval_ns', 0) / 1e3:g} us; "
+          f"level 1 from one pass: {q}; kernels from {tl['kernel_source']}")
+    if not q or not active:
+        failures.append(f"timeline: no active sample ({'; '.join(tl['errors']) or 'no error recorded'})")
+        return
+    bad = [s for s in active if abs(sum(s[k] for k in q) - 1) > 1e-3]
+    if bad:
+        failures.append(f"timeline: {len(bad)} samples whose level-1 fractions do not add up to 1, e.g. {bad[0]}")
+    if abs(sum(tl["total"][k] for k in q) - 1) > 1e-3:
+        failures.append(f"timeline: the run's fractions add up to {sum(tl['total'][k] for k in q)}")
+    if "native_s" in c and "sampled_s" in c:
+        print(f"timeline wall time: native {c['native_s']:.3f} s, sampled {c['sampled_s']:.3f} s, overhead "
+              f"{c['sampled_s'] / c['native_s']:.2f}x (goal at most 1.3x; printed, not judged); setup "
+              f"{c.get('setup_ns', 0) * 1e-9:.3f} s")
+    else:
+        failures.append("timeline: the wall times (native_s, sampled_s) are not recorded")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(tool)))
+    from archbench import timeline  # the library's per-sample fractions against the tool's arithmetic
+    differ = [s for s in timeline.analyse(timeline.load(raw))["samples"] if s["recorded"]
+              and any(abs(s["recorded"][k] - s["level1"][k]) > 1e-6 for k in q)]
+    if differ:
+        failures.append(f"timeline: {len(differ)} samples where the library and the tool differ, e.g. {differ[0]}")
+    kernels = {k["kernel"].split("(")[0]: k for k in tl["kernels"]}
+    fma, st = kernels.get("fma_chain", {}), kernels.get("stream_triad", {})
+    if "retire" in fma and "retire" in st:
+        print(f"timeline: fma_chain retire {fma['retire']:.3f} ({fma['samples']:.1f} samples), stream_triad retire "
+              f"{st['retire']:.3f} ({st['samples']:.1f} samples)")
+        if fma["retire"] <= st["retire"]:
+            failures.append("timeline: fma_chain does not retire more than stream_triad")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--prog", required=True)
     ap.add_argument("--tool", required=True)
     ap.add_argument("--lib")
+    ap.add_argument("--pm-lib", help="libarchbench_pmsampling.so (default: where the tool looks)")
     ap.add_argument("--out")
     a = ap.parse_args()
     out = a.out or tempfile.mkdtemp(prefix="topdown-gpu-")
@@ -151,6 +204,7 @@ def main():
                     failures.append(f"{k} {m}: {a_:.6g} vs ncu {b_:.6g} ({100 * diff:.1f}%)")
         with open(os.path.join(out, "td_kernels-vs-ncu.json"), "w") as f:
             json.dump(comparison, f, indent=1)
+    run_timeline(a.tool, a.pm_lib, a.prog, out, failures)
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))
         return 1

@@ -3,6 +3,8 @@ launch by launch.
 
   archbench_topdown.py [options] -- PROGRAM [ARGS...]   run PROGRAM under the injection
   archbench_topdown.py [options] --report RAW.jsonl     analyse a file an earlier run wrote
+  archbench_topdown.py --timeline [options] -- PROGRAM   level 1 over the run's time, one pass, no
+                                                         replay (CUPTI PM sampling; --timeline --help)
 
 The program runs twice: natively (wall time), then with libarchbench_topdown.so injected by
 CUDA_INJECTION64_PATH (CUPTI's range profiler, each profiled launch one range replayed by CUPTI as
@@ -218,7 +220,14 @@ def table(rows, cols, first="kernel"):
 
 
 def main(argv=None):
-    """The command line; returns the exit code (the program's own; 2 on bad input)."""
+    """The command line; returns the exit code (the program's own; 2 on bad input). --timeline
+    (before any "--") is the time-resolved mode of tools/archbench/timeline.py."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    head = argv[:argv.index("--")] if "--" in argv else argv
+    if "--timeline" in head:
+        from . import timeline
+        argv.remove("--timeline")
+        return timeline.main(argv)
     return cli.run("archbench_topdown", run, argv)
 
 

@@ -1,0 +1,505 @@
+"""TopDown level 1 over a CUDA program's run (seed 004 section 5.3, the evolution view), one pass and
+no replay: the program runs unchanged while CUPTI's PM sampling reads the GPU's counters every
+interval (libarchbench_pmsampling.so, tools/analysis/pmsampling/inject.cpp).
+
+  archbench_topdown.py --timeline [options] -- PROGRAM [ARGS...]   run PROGRAM sampled
+  archbench_topdown.py --timeline [options] --report RAW.jsonl     analyse an earlier run's file
+
+The program runs natively (wall time), then with the library injected (CUDA_INJECTION64_PATH); the
+overhead is the ratio of the two wall times. The library samples the counters TopDown level 1
+needs that fit in one pass (it says which level-1 quantities that allows: retire, divergence,
+frontend and backend, or stall where no stall reason fits), so every fraction below is a part of
+IPC_MAX (4 warp-instructions a cycle per SM) and they add up to 1. They come from the counters
+summed over the samples in question, so that busier samples weigh more:
+
+  run       every sample of the run (the whole device, whatever ran);
+  kernel    the samples overlapping each kernel's GPU time (CUPTI's kernel records), each sample's
+            counters in proportion to the overlap; concurrent kernels share their samples'
+            counters. Without kernel records (PM sampling can silence them) the launches are
+            marked on the chart by host time and no kernel gets fractions of its own.
+
+The text gives the sampling interval and the samples count, the run's and each kernel's level 1
+(--by-invocation: each launch, the evolution of seed 004 figure 5.5); --json writes all of it with
+every sample's fractions; -o CHART.png|svg draws the evolution: the level-1 fractions stacked over
+the run's time, kernels marked under them (matplotlib, else a plain SVG). Exit status: the
+program's own (2 for a bad option or a malformed file).
+"""
+import argparse
+import bisect
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+from . import charts, cli, topdown
+from .cli import InputError
+from .cli import html as escape
+
+IPC_MAX = 4.0
+ORDER = ["retire", "divergence", "frontend", "backend", "stall"]
+COLORS = {"retire": "#2ca02c", "divergence": "#9467bd", "frontend": "#1f77b4", "backend": "#d62728",
+          "stall": "#ff7f0e", "idle": "#dddddd"}
+KERNEL_COLORS = ["#8c564b", "#e377c2", "#bcbd22", "#17becf", "#393b79", "#637939", "#843c39", "#7b4173"]  # not level 1's
+FRONTEND_CLASSES, BACKEND_CLASSES = ("fetch", "decode"), ("memory", "core")
+TYPES = ("process", "config", "base_metrics", "clock", "name", "launch", "kernel", "sample", "error", "end")
+CHART_POINTS = 3000  # samples drawn at most (more are merged)
+CLOCK_TOLERANCE_NS = 1e9  # a sample clock within this of a known clock at the start is that clock
+
+
+class BadFile(topdown.BadFile):
+    """A raw file that is not the PM-sampling library's records."""
+
+
+def check_record(r):
+    t = r["type"]
+    if t == "sample":
+        int(r["start"]), int(r["end"]), [float(v) if v is not None else None for v in r["values"]]
+    elif t == "kernel":
+        int(r["start"]), int(r["end"]), str(r["name"])
+    elif t == "launch":
+        int(r["host_ns"])
+    elif t == "config":
+        list(r["metrics"]), dict(r["roles"]), list(r["level1"]), int(r["interval_ns"])
+    elif t == "clock":
+        int(r["mono_ns"]), int(r["cupti_ns"]), int(r["realtime_ns"])
+
+
+def load(path):
+    """The raw records, by type; a malformed line is an error naming the file and line."""
+    try:
+        return topdown.read_records(path, TYPES, check_record, "PM sampling", "libarchbench_pmsampling.so")
+    except topdown.BadFile as e:
+        raise BadFile(str(e)) from None
+
+
+# ------------------------------------------------------------------------------ the arithmetic
+
+def counters_of(values, metrics, roles):
+    """A sample's values as {role: value}: cycles, executed, issued, thread, stall_<reason> (the
+    library's roles of its metrics; a role collected twice is summed; other counters are left)."""
+    c = {}
+    for m, v in zip(metrics, values):
+        role = roles.get(m, "other")
+        if role != "other" and v is not None:
+            c[role] = c.get(role, 0.0) + float(v)
+    return c
+
+
+def add_into(into, counters, scale=1.0):
+    for k, v in counters.items():
+        into[k] = into.get(k, 0.0) + v * scale
+
+
+def level1(c, quantities, stall_class):
+    """TopDown level 1 (design.md, seed 004 eqs. 4.2-4.7, fixtures/meters/topdown.cpp) from summed
+    counters {role: value}, as fractions of IPC_MAX: the quantities the sampled set allows
+    (retire, divergence, frontend and backend, or stall), and ipc; None where the SMs executed
+    nothing. A counter not collected counts as nothing lost to it (no replay, every lane active)."""
+    cycles, executed = c.get("cycles", 0.0), c.get("executed", 0.0)
+    if cycles <= 0 or executed <= 0:
+        return None
+    ipc = executed / cycles
+    ipc_issued = c.get("issued", executed) / cycles
+    efficiency = min(1.0, c.get("thread", executed * 32) / (executed * 32))
+    retire, branch = ipc * efficiency, ipc * (1 - efficiency)
+    replay = max(0.0, ipc_issued - ipc)
+    stall = max(0.0, IPC_MAX - retire - branch - replay) / IPC_MAX
+    front = sum(v for k, v in c.items() if k.startswith("stall_") and stall_class.get(k[6:]) in FRONTEND_CLASSES)
+    back = sum(v for k, v in c.items() if k.startswith("stall_") and stall_class.get(k[6:]) in BACKEND_CLASSES)
+    out = {"retire": retire / IPC_MAX}
+    if "divergence" in quantities:
+        out["divergence"] = (branch + replay) / IPC_MAX
+    if "frontend" in quantities:
+        out["frontend"] = stall * front / (front + back) if front + back > 0 else 0.0
+        out["backend"] = stall * back / (front + back) if front + back > 0 else stall  # as topdown.cpp
+    else:
+        out["stall"] = stall
+    out["ipc"] = ipc
+    return out
+
+
+def sample_clock(recs, first_ns):
+    """(offset, how): the PM samples' timestamps + offset = the host's CLOCK_MONOTONIC. The GPU's
+    clock is whichever known clock (CUPTI's timestamp, the host's real time) read at the start is
+    within a second of the first sample; else the first sample is taken to start with sampling."""
+    start = next((c for c in recs["clock"] if c.get("when") == "start"), recs["clock"][0] if recs["clock"] else None)
+    if start is None:
+        return 0, "none (no clock record)"
+    near = [(abs(first_ns - start[k]), k) for k in ("cupti_ns", "realtime_ns")
+            if abs(first_ns - start[k]) < CLOCK_TOLERANCE_NS]
+    if near:
+        key = min(near)[1]
+        return start["mono_ns"] - start[key], {"cupti_ns": "CUPTI timestamps", "realtime_ns": "host real time"}[key]
+    return start["mono_ns"] - first_ns, "aligned at the start (the first sample begins as sampling starts)"
+
+
+def overlaps(samples, ends, t0, t1):
+    """(index, fraction of the sample) for each sample overlapping [t0, t1) (samples sorted by time)."""
+    i = bisect.bisect_right(ends, t0)
+    out = []
+    while i < len(samples) and samples[i]["start_s"] < t1:
+        s = samples[i]
+        ov = min(t1, s["end_s"]) - max(t0, s["start_s"])
+        if ov > 0 and s["end_s"] > s["start_s"]:
+            out.append((i, ov / (s["end_s"] - s["start_s"])))
+        i += 1
+    return out
+
+
+def analyse(recs):
+    """The run's level 1, each kernel's and each launch's, every sample's fractions, the kernels'
+    GPU times and the launches, all on one time axis (seconds since the process started)."""
+    cfg = (recs["config"] or [None])[0]
+    proc = recs["process"][0]
+    t_base = int(proc.get("start_ns", 0))
+    context = {"command": proc.get("command", ""), "date": proc.get("date", "")}
+    errors = [e.get("reason", "") for e in recs["error"]]
+    if cfg is None:
+        return {"context": context, "errors": errors, "quantities": [], "stall_class": {}, "samples": [], "kernels": [],
+                "invocations": [], "launches": [], "total": None, "kernel_source": "none"}
+    metrics, roles, quantities = cfg["metrics"], cfg["roles"], cfg["level1"]
+    stall_class = cfg.get("stall_class", {})
+    context.update({k: cfg.get(k) for k in ("chip", "device_name", "pci_bus_id", "interval_ns", "trigger", "decode_ms",
+                                            "hw_buffer_bytes", "max_samples", "selection", "setup_ns", "activity")})
+    context.update(metrics=metrics, notes=cfg.get("notes", []), not_collected=cfg.get("not_collected", {}))
+    raw = sorted(recs["sample"], key=lambda s: int(s["start"]))
+    offset, clock = sample_clock(recs, int(raw[0]["start"])) if raw else (0, "none (no sample)")
+    context["sample_clock"] = clock
+    samples, total = [], {}
+    for r in raw:
+        c = counters_of(r["values"], metrics, roles)
+        add_into(total, c)
+        samples.append({"start_s": (int(r["start"]) + offset - t_base) * 1e-9,
+                        "end_s": (int(r["end"]) + offset - t_base) * 1e-9,
+                        "counters": c, "level1": level1(c, quantities, stall_class), "recorded": r.get("level1")})
+    ends = [s["end_s"] for s in samples]
+    # Kernels: CUPTI's records (GPU time, CUPTI's clock) where delivered, else launches only.
+    clocks = recs["clock"]
+    k_off = (clocks[0]["mono_ns"] - clocks[0]["cupti_ns"]) if clocks else 0
+    names = {n["id"]: n["name"] for n in recs["name"]}
+    launches = [{"t_s": (int(l["host_ns"]) - t_base) * 1e-9,
+                 "kernel": names.get(l.get("name"), "graph launch" if "graph" in l else "?")}
+                for l in sorted(recs["launch"], key=lambda l: int(l["host_ns"]))]
+    records = sorted((k for k in recs["kernel"] if int(k["end"]) > int(k["start"]) > 0), key=lambda k: int(k["start"]))
+    by_name, invocations, seen = {}, [], {}
+    for k in records:
+        t0, t1 = (int(k["start"]) + k_off - t_base) * 1e-9, (int(k["end"]) + k_off - t_base) * 1e-9
+        c, n = {}, 0.0
+        for i, frac in overlaps(samples, ends, t0, t1):
+            add_into(c, samples[i]["counters"], frac)
+            n += frac
+        agg = by_name.setdefault(k["name"], {"kernel": k["name"], "launches": 0, "gpu_time_s": 0.0, "samples": 0.0,
+                                             "counters": {}})
+        agg["launches"] += 1
+        agg["gpu_time_s"] += t1 - t0
+        agg["samples"] += n
+        add_into(agg["counters"], c)
+        inv = seen[k["name"]] = seen.get(k["name"], -1) + 1
+        invocations.append({"kernel": k["name"], "invocation": inv, "start_s": t0, "end_s": t1, "samples": n,
+                            **(level1(c, quantities, stall_class) or {})})
+    gpu_total = sum(a["gpu_time_s"] for a in by_name.values())
+    kernels = []
+    for a in sorted(by_name.values(), key=lambda a: -a["gpu_time_s"]):
+        row = {k: v for k, v in a.items() if k != "counters"}
+        row["time_share"] = a["gpu_time_s"] / gpu_total if gpu_total else 0.0
+        row.update(level1(a["counters"], quantities, stall_class) or {})
+        kernels.append(row)
+    if not records and launches:
+        for name in sorted({l["kernel"] for l in launches}):
+            kernels.append({"kernel": name, "launches": sum(1 for l in launches if l["kernel"] == name)})
+    run_s = sum(s["end_s"] - s["start_s"] for s in samples)
+    whole = {"kernel": "RUN (every sample)", "launches": len(records) or len(launches), "samples": float(len(samples)),
+             "gpu_time_s": gpu_total, "sampled_s": run_s, **(level1(total, quantities, stall_class) or {})}
+    end = (recs["end"] or [{}])[0]
+    context.update(samples=len(samples), active_samples=sum(1 for s in samples if s["level1"]),
+                   lost=end.get("lost", 0), overflow=end.get("overflow", False), ended=end.get("why", ""),
+                   trouble=end.get("trouble", ""),
+                   kernel_records=len(records), launches=len(launches),
+                   first_s=samples[0]["start_s"] if samples else None, last_s=samples[-1]["end_s"] if samples else None)
+    return {"context": context, "errors": errors, "quantities": quantities, "stall_class": stall_class,
+            "samples": samples, "total": whole,
+            "kernels": kernels, "invocations": invocations, "launches": launches,
+            "kernel_source": "CUPTI kernel records (GPU time)" if records else
+            ("launches only (host time)" if launches else "none")}
+
+
+# ------------------------------------------------------------------------------ text and JSON
+
+def table(rows, quantities, first="kernel"):
+    cols = quantities
+    head = (f"{first:<44} {'launches':>8} {'GPU time':>10} {'samples':>8} "
+            + " ".join(f"{c[:10]:>10}" for c in cols))
+    out = [head, "-" * len(head)]
+    for r in rows:
+        t = f"{r['gpu_time_s'] * 1e3:8.3f} ms" if r.get("gpu_time_s") else f"{'-':>10}"
+        n = f"{r['samples']:8.1f}" if "samples" in r else f"{'-':>8}"
+        vals = " ".join(f"{r[c]:>10.3f}" if isinstance(r.get(c), float) else f"{'-':>10}" for c in cols)
+        out.append(f"{topdown.short(str(r[first]), 44):<44} {r.get('launches', 0):>8} {t} {n} {vals}")
+    return "\n".join(out)
+
+
+def text_report(res, by_invocation=False):
+    c, q = res["context"], res["quantities"]
+    lines = []
+    if not q:
+        return "no PM sampling took place" + (": " + "; ".join(res["errors"]) if res["errors"] else
+                                              " (the program launched no kernel)")
+    span = (c["last_s"] - c["first_s"]) if c["samples"] else 0.0
+    lines.append(f"TopDown level 1 over time: CUPTI PM sampling (one pass, no replay) on {c.get('device_name') or '?'}"
+                 f" ({c.get('chip')}); fractions of IPC_MAX (4 warp-instructions per SM per cycle)")
+    lines.append(f"sampling interval {c['interval_ns'] / 1e3:g} us ({c.get('trigger')}): {c['samples']} samples over "
+                 f"{span:.3f} s, {c['active_samples']} with instructions executed"
+                 + (f"; {c['lost']} lost" if c.get("lost") else "")
+                 + ("; the hardware buffer overflowed" if c.get("overflow") else ""))
+    lines.append(f"level 1 from one pass: {', '.join(q)} ({len(c['metrics'])} counters, chosen by {c.get('selection')})")
+    for n in c.get("notes", []):
+        lines.append(f"  note: {n}")
+    if c.get("not_collected"):
+        lines.append("  not in the pass: " + ", ".join(sorted(c["not_collected"])))
+    lines.append(f"kernels from: {res['kernel_source']}; sample times: {c.get('sample_clock')}")
+    if c.get("trouble"):
+        lines.append(f"  at the end: {c['trouble']}")
+    lines.append("")
+    lines.append(table(res["kernels"] + [res["total"]], q))
+    if by_invocation and res["invocations"]:
+        lines.append("\nBy launch (seed 004 figure 5.5):")
+        rows = [dict(r, kernel=f"{topdown.short(r['kernel'], 36)} #{r['invocation']}", launches=1,
+                     gpu_time_s=r["end_s"] - r["start_s"]) for r in res["invocations"]]
+        lines.append(table(rows, q))
+    return "\n".join(lines)
+
+
+def json_doc(res):
+    doc = {k: res[k] for k in ("context", "errors", "quantities", "total", "kernels", "invocations", "launches",
+                               "kernel_source")}
+    doc["samples"] = [{"start_s": s["start_s"], "end_s": s["end_s"], **(s["level1"] or {"idle": True})}
+                      for s in res["samples"]]
+    return doc
+
+
+# ------------------------------------------------------------------------------ the chart
+
+def chart_samples(res, limit=CHART_POINTS):
+    """The samples as drawn: at most `limit`, consecutive ones merged (their counters summed) where
+    there are more."""
+    samples = res["samples"]
+    step = -(-len(samples) // limit) if samples else 1
+    if step <= 1:
+        return samples
+    out = []
+    for i in range(0, len(samples), step):
+        group, c = samples[i:i + step], {}
+        for s in group:
+            add_into(c, s["counters"])
+        out.append({"start_s": group[0]["start_s"], "end_s": group[-1]["end_s"],
+                    "level1": level1(c, res["quantities"], res["stall_class"])})
+    return out
+
+
+def series(samples, quantities):
+    """(x edges, {quantity: [value per sample]}, idle per sample) for a step chart."""
+    q = [k for k in ORDER if k in quantities]
+    xs = [s["start_s"] for s in samples]
+    ys = {k: [(s["level1"] or {}).get(k, 0.0) for s in samples] for k in q}
+    idle = [0.0 if s["level1"] else 1.0 for s in samples]
+    return xs, ys, idle
+
+
+def kernel_spans(res):
+    """{kernel: [(start_s, end_s)]} of the kernel records, the kernels by GPU time first."""
+    spans = {}
+    for r in res["invocations"]:
+        spans.setdefault(r["kernel"], []).append((r["start_s"], r["end_s"]))
+    order = [k["kernel"] for k in res["kernels"] if k["kernel"] in spans]
+    return {k: spans[k] for k in order}
+
+
+def title_of(res, title):
+    c = res["context"]
+    return title or (f"TopDown level 1 over time: {os.path.basename(c.get('command', '').split(' ')[0]) or 'program'} "
+                     f"on {c.get('device_name') or 'the GPU'} (PM sampling every {c['interval_ns'] / 1e3:g} us)")
+
+
+def draw(axis, res, title=None):
+    samples = chart_samples(res)
+    xs, ys, idle = series(samples, res["quantities"])
+    if not xs:
+        axis.text(0.5, 0.5, "no samples", ha="center")
+        return
+    ends = [s["end_s"] for s in samples]
+    x = xs + [ends[-1]]
+    low = [0.0] * len(xs)
+    for k, v in list(ys.items()) + [("idle", idle)]:
+        high = [a + b for a, b in zip(low, v)]
+        axis.fill_between(x, low + low[-1:], high + high[-1:], step="post", color=COLORS[k], linewidth=0,
+                          label="idle (no instruction)" if k == "idle" else k)
+        low = high
+    spans = kernel_spans(res)
+    for n, (name, sp) in enumerate(spans.items()):
+        color = KERNEL_COLORS[n] if n < len(KERNEL_COLORS) else "#999999"
+        axis.broken_barh([(a, b - a) for a, b in sp], (-0.11, 0.08), color=color,
+                         label=f"kernel {topdown.short(name, 40)}" if n < len(KERNEL_COLORS) else None)
+    if not spans and res["launches"]:
+        axis.vlines([l["t_s"] for l in res["launches"]], -0.11, -0.03, color="#555555", linewidth=0.5,
+                    label="kernel launches (host time)")
+    axis.set_xlim(x[0], x[-1])
+    marked = bool(spans or res["launches"])
+    axis.set_ylim(-0.13 if marked else 0, 1.0)
+    axis.set_yticks(([-0.07] if marked else []) + [0, 0.25, 0.5, 0.75, 1.0])
+    axis.set_yticklabels((["kernels"] if marked else []) + ["0", "0.25", "0.5", "0.75", "1"])
+    axis.set_xlabel("time since the program started (s)")
+    axis.set_ylabel("fraction of IPC_MAX")
+    axis.set_title(title_of(res, title), fontsize=10)
+    axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    axis.figure.tight_layout()
+
+
+def plain_svg(res, title=None):
+    """The same chart as plain SVG (standard library only)."""
+    x0, y0, w, h = 70, 50, 760, 380
+    out = charts.svg_open(x0 + w + 260, y0 + h + 110)
+    out.append(f'<text x="{x0}" y="28" font-size="14">{escape(title_of(res, title))}</text>')
+    samples = chart_samples(res)
+    xs, ys, idle = series(samples, res["quantities"])
+    if not xs:
+        return "\n".join(out + ['<text x="100" y="100">no samples</text>', "</svg>"]) + "\n"
+    t0, t1 = xs[0], samples[-1]["end_s"]
+    span = (t1 - t0) or 1.0
+
+    def px(t):
+        return x0 + (t - t0) / span * w
+
+    def py(v):
+        return y0 + h - v * h
+
+    ends = [s["end_s"] for s in samples]
+    low = [0.0] * len(xs)
+    legend = []
+    for k, v in list(ys.items()) + [("idle", idle)]:
+        high = [a + b for a, b in zip(low, v)]
+        top = [f"{px(a):.1f},{py(hv):.1f} {px(b):.1f},{py(hv):.1f}" for a, b, hv in zip(xs, ends, high)]
+        bottom = [f"{px(b):.1f},{py(lv):.1f} {px(a):.1f},{py(lv):.1f}" for a, b, lv in reversed(list(zip(xs, ends, low)))]
+        out.append(f'<polygon fill="{COLORS[k]}" stroke="none" points="{" ".join(top + bottom)}"/>')
+        legend.append((COLORS[k], "idle (no instruction)" if k == "idle" else k))
+        low = high
+    out.append(f'<rect x="{x0}" y="{y0}" width="{w}" height="{h}" fill="none" stroke="#999"/>')
+    for v in (0, 0.25, 0.5, 0.75, 1.0):
+        out.append(f'<text x="{x0 - 6}" y="{py(v) + 4:.1f}" text-anchor="end">{v:g}</text>')
+    for i in range(6):
+        t = t0 + span * i / 5
+        out.append(f'<text x="{px(t):.1f}" y="{y0 + h + 52}" text-anchor="middle">{t:.3g}</text>')
+    out.append(f'<text x="{x0 + w / 2}" y="{y0 + h + 72}" text-anchor="middle">time since the program started (s)</text>')
+    out.append(f'<text x="18" y="{y0 + h / 2}" text-anchor="middle" transform="rotate(-90 18 {y0 + h / 2})">'
+               f'fraction of IPC_MAX</text>')
+    spans = kernel_spans(res)
+    for n, (name, sp) in enumerate(spans.items()):
+        color = KERNEL_COLORS[n] if n < len(KERNEL_COLORS) else "#999999"
+        for a, b in sp:
+            out.append(f'<rect x="{px(a):.1f}" y="{y0 + h + 8}" width="{max(px(b) - px(a), 0.5):.1f}" height="14" '
+                       f'fill="{color}"/>')
+        if n < len(KERNEL_COLORS):
+            legend.append((color, f"kernel {topdown.short(name, 34)}"))
+    if not spans:
+        for l in res["launches"]:
+            out.append(f'<line x1="{px(l["t_s"]):.1f}" y1="{y0 + h + 8}" x2="{px(l["t_s"]):.1f}" y2="{y0 + h + 22}" '
+                       f'stroke="#555"/>')
+        if res["launches"]:
+            legend.append(("#555555", "kernel launches (host time)"))
+    for i, (color, label) in enumerate(legend):
+        ly = y0 + 10 + 18 * i
+        out.append(f'<rect x="{x0 + w + 15}" y="{ly - 9}" width="12" height="12" fill="{color}"/>')
+        out.append(f'<text x="{x0 + w + 32}" y="{ly + 1}">{escape(label)}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
+def write_chart(path, res, title=None):
+    """The evolution chart at path (PNG or SVG; matplotlib, else plain SVG): None, or why not."""
+    return charts.write(path, lambda axis: draw(axis, res, title), lambda: plain_svg(res, title))
+
+
+# ------------------------------------------------------------------------------ the command
+
+def find_lib(given):
+    return topdown.find_lib(given, name="libarchbench_pmsampling.so", variable="ARCHBENCH_PM_LIB")
+
+
+def sample_run(a, cmd, context):
+    """The program natively (wall time; not with --no-native), then under the PM-sampling library;
+    the times, the overhead and the raw file's path go in context; returns the sampled run's exit
+    status."""
+    lib = find_lib(a.lib)
+    if shutil.which(cmd[0]) is None and not os.path.isfile(cmd[0]):
+        raise InputError(f"no such program: {cmd[0]}")
+    raw = a.raw or os.path.join(tempfile.mkdtemp(prefix="archbench-timeline-"), "raw.jsonl")
+    context["command"] = " ".join(cmd)
+    if not a.no_native:
+        native_rc, context["native_s"] = topdown.timed(cmd, dict(os.environ))
+        if native_rc != 0:
+            print(f"archbench_topdown --timeline: the program exited with {native_rc} natively", file=sys.stderr)
+    env = topdown.cupti_env(dict(os.environ))
+    env.update({"CUDA_INJECTION64_PATH": lib, "ARCHBENCH_PM_OUT": raw, "ARCHBENCH_PM_INTERVAL_US": repr(a.interval_us)})
+    for opt, var in ((a.decode_ms, "ARCHBENCH_PM_DECODE_MS"), (a.hw_buffer_mb, "ARCHBENCH_PM_HW_BUFFER_MB"),
+                     (a.metrics, "ARCHBENCH_PM_METRICS")):
+        if opt is not None:
+            env[var] = str(opt)
+    rc, context["sampled_s"] = topdown.timed(cmd, env)
+    if context.get("native_s"):
+        context["overhead"] = context["sampled_s"] / context["native_s"]
+    context["raw"] = raw
+    if rc != 0:
+        print(f"archbench_topdown --timeline: the program exited with {rc} under sampling", file=sys.stderr)
+    return rc
+
+
+def run(argv):
+    ap = argparse.ArgumentParser(prog="archbench_topdown.py --timeline", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--interval-us", type=float, default=100.0, help="sampling interval in microseconds (default 100)")
+    ap.add_argument("--decode-ms", type=int, help="time between two decodes of the hardware buffer (default 20)")
+    ap.add_argument("--hw-buffer-mb", type=int, help="CUPTI's hardware buffer for samples (default 64)")
+    ap.add_argument("--metrics", help="comma-separated counters to sample instead of the library's one-pass search")
+    ap.add_argument("--by-invocation", action="store_true", help="also list each launch's level 1 (seed 004 fig. 5.5)")
+    ap.add_argument("--json", help="write the analysis, every sample's fractions included, as JSON here")
+    ap.add_argument("-o", "--output", metavar="CHART.png|svg", help="draw the evolution chart here")
+    ap.add_argument("--title", help="the chart's title")
+    ap.add_argument("--raw", help="keep the library's raw records here (default: a temporary file)")
+    ap.add_argument("--no-native", action="store_true", help="skip the native run (no overhead figure)")
+    ap.add_argument("--lib", help="path of libarchbench_pmsampling.so")
+    ap.add_argument("--report", help="analyse this raw file instead of running a program")
+    ap.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
+    a = ap.parse_args(argv)
+    cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
+    if bool(cmd) == bool(a.report):
+        ap.error("give either -- PROGRAM [ARGS...] or --report RAW.jsonl")
+    if not a.interval_us > 0:
+        ap.error("--interval-us takes a time > 0")
+    run_context = {}
+    rc = sample_run(a, cmd, run_context) if cmd else 0
+    recs = load(a.report or run_context["raw"])
+    res = analyse(recs)
+    res["context"].update(run_context)
+    for e in res["errors"]:
+        print(f"archbench_topdown --timeline: {e}", file=sys.stderr)
+    print(text_report(res, a.by_invocation))
+    c = res["context"]
+    if "overhead" in c:
+        print(f"\nwall time: native {c['native_s']:.3f} s, sampled {c['sampled_s']:.3f} s, overhead {c['overhead']:.2f}x"
+              + (f" (of which setup {c['setup_ns'] * 1e-9:.3f} s)" if c.get("setup_ns") else ""))
+    elif "sampled_s" in c:
+        print(f"\nwall time: sampled {c['sampled_s']:.3f} s")
+    if not recs["end"] and recs["config"]:
+        print("the run ended without an end record (it crashed or was killed): shown is what was recorded until then")
+    if a.json:
+        with open(a.json, "w", encoding="utf-8") as f:
+            json.dump(json_doc(res), f, indent=1)
+    if a.output:
+        why = write_chart(a.output, res, a.title)
+        if why:
+            raise InputError(why)
+    return rc
+
+
+def main(argv=None):
+    return cli.run("archbench_topdown --timeline", run, argv)
