@@ -62,6 +62,11 @@ def main():
     ap.add_argument("--drain", choices=("thread", "sync", "exit"), help="the library's drain mode")
     ap.add_argument("--watchdog", type=float, help="the library's watchdog, seconds")
     ap.add_argument("--debug", action="store_true", help="the library logs every step (ARCHBENCH_PCSAMPLING_DEBUG=1)")
+    ap.add_argument("--sass-strategy", help="the tool's --sass-strategy (how CUPTI's SASS metrics ranges are opened)")
+    ap.add_argument("--pc-enable", choices=("sync", "async"), help="the tool's --pc-enable")
+    ap.add_argument("--require-sass", action="store_true",
+                    help="fail unless CUPTI's SASS metrics counted every planted kernel (per line, not only the "
+                         "warp pass's per-kernel counters)")
     a = ap.parse_args()
     out = a.out or tempfile.mkdtemp(prefix="pcsampling-gpu-")
     os.makedirs(out, exist_ok=True)
@@ -74,6 +79,8 @@ def main():
     cmd += ["--drain", a.drain] if a.drain else []
     cmd += ["--watchdog", str(a.watchdog)] if a.watchdog is not None else []
     cmd += ["--debug"] if a.debug else []
+    cmd += ["--sass-strategy", a.sass_strategy] if a.sass_strategy else []
+    cmd += ["--pc-enable", a.pc_enable] if a.pc_enable else []
     cmd += ["--topdown-lib", a.topdown_lib, "--warp-pass", "always"] if a.topdown_lib else []
     run(cmd + ["--", a.prog], os.path.join(out, "planted-pcsample.txt"))
     with open(j) as f:
@@ -100,11 +107,15 @@ def main():
         eff = e.get("warp_efficiency")
         print(f"lanes<{p}>: warp efficiency {eff} from {e.get('source', 'nothing')} (1/P = {1 / p:.4f}); "
               f"SASS metrics {k.get('sass', {}).get('warp_efficiency')}, counters {k.get('warp', {}).get('warp_efficiency')}")
+        if a.require_sass and k.get("sass", {}).get("warp_efficiency") is None:
+            failures.append(f"lanes<{p}>: no SASS metrics (--require-sass)")
         if eff is None:
             failures.append(f"lanes<{p}>: no warp efficiency (neither SASS metrics nor the warp pass's counters)")
         elif abs(eff - 1 / p) > 0.1 / p:
             failures.append(f"lanes<{p}>: warp efficiency {eff:.4f}, not 1/{p} within 10%")
 
+    if a.require_sass and not (kernels.get("hot_chase") or {}).get("sass"):
+        failures.append("hot_chase: no SASS metrics (--require-sass)")
     for name, k in kernels.items():  # both sources on one kernel: they must agree
         s_eff, c_eff = k.get("sass", {}).get("warp_efficiency"), k.get("warp", {}).get("warp_efficiency")
         if s_eff and c_eff:

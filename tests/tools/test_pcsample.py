@@ -193,30 +193,85 @@ class SassRun(unittest.TestCase):
         pcsample.sass_context({"end": [], "sass": [{"function": "a"}], "launch": [{"function": "a"}]}, context)
         self.assertNotIn("problems", context)
 
-    def test_sass_run_environment(self):
-        # The SASS run gets eager module loading, a range per function and lazy patching; the sampled
-        # run the library's automatic period (no --period) and a 32 MB hardware buffer.
+    def test_flush_log_and_strategy(self):
+        # The library's sass_flush records: each flush's functions and records, in order; the
+        # strategy names the Problem; a failed flush and the late functions are kept.
+        recs = {"end": [{"type": "end", "sass_strategy": "deferred", "sass_enables": 1, "sass_flushes": 2}],
+                "sass_flush": [{"type": "sass_flush", "where": "range switch", "records": 0, "functions": {}, "error": ""},
+                               {"type": "sass_flush", "where": "exit", "records": 5,
+                                "functions": {"hot": {"records": 3, "inst_executed": 9}, "b": {"records": 2}},
+                                "error": ""},
+                               {"type": "sass_flush", "where": "module unload", "records": 0, "functions": {},
+                                "error": "CUPTI_ERROR_INVALID_OPERATION"}],
+                "sass_late": [{"type": "sass_late", "function": "late"}],
+                "sass": [{"function": "hot"}, {"function": "b"}],
+                "launch": [{"function": "hot"}, {"function": "b"}, {"function": "late"}]}
+        flushes, counted = pcsample.sass_flushes(recs)
+        self.assertEqual([f["where"] for f in flushes], ["range switch", "exit", "module unload"])
+        self.assertEqual(flushes[1]["functions"], {"hot": 3, "b": 2})
+        self.assertEqual(counted, {"hot", "b"})
+        context = {}
+        pcsample.sass_context(recs, context)
+        self.assertEqual(context["sass_strategy"], "deferred")
+        self.assertEqual(context["sass_late"], ["late"])
+        self.assertEqual(context["sass_counted"], 2)
+        self.assertEqual(context["sass_missing"], ["late"])
+        self.assertIn("flush failed: CUPTI_ERROR_INVALID_OPERATION", context["problems"][0])
+        self.assertIn("SASS metrics (strategy deferred): no counts for 1 of the 3 launched functions: late",
+                      context["problems"][1])
+        text = pcsample.text_report([], context)
+        self.assertIn("SASS metrics (strategy deferred): counts for 2 of 3 launched functions, 3 flushes", text)
+        # An older raw file (no flush records, no strategy): as before.
+        context = {}
+        pcsample.sass_context({"end": [{"sass_ranges": 1}], "sass": [], "launch": []}, context)
+        self.assertNotIn("sass_flush_log", context)
+        self.assertNotIn("SASS metrics (strategy", pcsample.text_report([], context))
+
+    def run_env(self, options):
+        """The environment of each run of the program (sampled, SASS) under the given options."""
         with tempfile.TemporaryDirectory() as d:
             prog = os.path.join(d, "prog.sh")
             with open(prog, "w") as f:
-                f.write("#!/bin/sh\nenv | grep -E '^(CUDA_MODULE_LOADING|ARCHBENCH_PCSAMPLE_(MODE|PERIOD|HW_BUFFER_MB|"
-                        "SASS_RANGE|SASS_LAZY))=' | sort >> %s/env.txt\ncp %s \"$ARCHBENCH_PCSAMPLE_OUT\"\n"
-                        % (d, RAW))
+                f.write("#!/bin/sh\necho --- >> %s/env.txt\nenv | grep -E '^(CUDA_MODULE_LOADING|ARCHBENCH_PCSAMPLE_"
+                        "(MODE|PERIOD|HW_BUFFER_MB|PC_ENABLE|SASS_RANGE|SASS_STRATEGY|SASS_LAZY))=' | sort >> %s/env.txt\n"
+                        "cp %s \"$ARCHBENCH_PCSAMPLE_OUT\"\n" % (d, d, RAW))
             os.chmod(prog, 0o755)
             lib = os.path.join(d, "libfake.so")
             open(lib, "w").close()
-            env = {k: v for k, v in os.environ.items() if k != "CUDA_MODULE_LOADING"}
-            p = subprocess.run([sys.executable, TOOL, "--lib", lib, "--no-native", "--raw", os.path.join(d, "raw.jsonl"),
-                                "--", prog], capture_output=True, text=True, timeout=60, env=env)
+            env = {k: v for k, v in os.environ.items()
+                   if k != "CUDA_MODULE_LOADING" and not k.startswith("ARCHBENCH_PCSAMPLE_")}
+            env["ARCHBENCH_PCSAMPLE_SASS_LAZY"] = "1"  # the command's choice replaces what the caller had
+            p = subprocess.run([sys.executable, TOOL, "--lib", lib, "--no-native", "--warp-pass", "never",
+                                "--raw", os.path.join(d, "raw.jsonl")] + options + ["--", prog],
+                               capture_output=True, text=True, timeout=60, env=env)
             self.assertEqual(p.returncode, 0, p.stderr)
-            lines = open(os.path.join(d, "env.txt")).read().split()
-        self.assertIn("ARCHBENCH_PCSAMPLE_PERIOD=auto", lines)
-        self.assertIn("ARCHBENCH_PCSAMPLE_HW_BUFFER_MB=32", lines)
-        sass = lines[lines.index("ARCHBENCH_PCSAMPLE_MODE=sass") - 3:]
+            with open(os.path.join(d, "env.txt")) as f:
+                blocks = [b.split() for b in f.read().split("---") if b.strip()]
+        runs = {next(l.split("=", 1)[1] for l in b if l.startswith("ARCHBENCH_PCSAMPLE_MODE=")): b for b in blocks}
+        return runs["pc"], runs["sass"]
+
+    def test_sass_run_environment(self):
+        # The SASS run gets eager module loading and the deferred strategy with the library's own
+        # patching choice; the sampled run the library's automatic period (no --period), a 32 MB
+        # hardware buffer and the enable in the context-created callback.
+        pc, sass = self.run_env([])
+        self.assertIn("ARCHBENCH_PCSAMPLE_PERIOD=auto", pc)
+        self.assertIn("ARCHBENCH_PCSAMPLE_HW_BUFFER_MB=32", pc)
+        self.assertIn("ARCHBENCH_PCSAMPLE_PC_ENABLE=sync", pc)
+        self.assertFalse(any(l.startswith("CUDA_MODULE_LOADING=") for l in pc))
         self.assertIn("CUDA_MODULE_LOADING=EAGER", sass)
-        self.assertIn("ARCHBENCH_PCSAMPLE_SASS_RANGE=function", sass)
-        self.assertIn("ARCHBENCH_PCSAMPLE_SASS_LAZY=1", sass)
-        self.assertNotIn("CUDA_MODULE_LOADING=EAGER", lines[:lines.index("ARCHBENCH_PCSAMPLE_MODE=pc") + 1])
+        self.assertIn("ARCHBENCH_PCSAMPLE_SASS_STRATEGY=deferred", sass)
+        self.assertFalse(any(l.startswith(("ARCHBENCH_PCSAMPLE_SASS_LAZY=", "ARCHBENCH_PCSAMPLE_SASS_RANGE=")) for l in sass))
+
+    def test_sass_strategy_options(self):
+        pc, sass = self.run_env(["--sass-strategy", "reconfig", "--sass-lazy-patching", "0", "--pc-enable", "async",
+                                 "--sass-loading", "lazy"])
+        self.assertIn("ARCHBENCH_PCSAMPLE_PC_ENABLE=async", pc)
+        self.assertIn("ARCHBENCH_PCSAMPLE_SASS_STRATEGY=reconfig", sass)
+        self.assertIn("ARCHBENCH_PCSAMPLE_SASS_LAZY=0", sass)
+        self.assertIn("CUDA_MODULE_LOADING=LAZY", sass)
+        _, sass = self.run_env(["--sass-range", "one"])  # the older option: one range
+        self.assertIn("ARCHBENCH_PCSAMPLE_SASS_STRATEGY=once", sass)
 
 
 def warp_raw(d, kernels):

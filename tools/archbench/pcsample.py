@@ -8,7 +8,11 @@ the kernel, its SASS instruction and its source line (-lineinfo), with seed 003'
 The program runs natively (wall time), then with PC sampling in continuous mode (kernels run
 concurrently, as without it; the overhead is the ratio of the two wall times), then, unless
 --no-sass, once more with CUPTI's SASS metrics (instrumented: executed warp- and
-thread-instructions of every instruction; not part of the overhead figure).
+thread-instructions of every instruction; not part of the overhead figure). --sass-strategy says
+how the library opens CUPTI's SASS metrics ranges (default deferred: one enable at the context's
+first kernel launch, every loaded function patched then; on the H100 CUPTI had counted only the
+first function it patched); the raw file's sass_flush records name the functions each flush had
+counts for, and its sass_summary the launched functions without any.
 
 Per kernel, line and instruction:
   stalls         each stall reason's share of the stalled samples (selected and not_selected are
@@ -360,6 +364,11 @@ def text_report(kernels, context, top=5, lines=8):
             src = l.get("source")
             out.append(f"  {where:<24} {100 * l['share']:>5.1f}%  {top_reasons(l['stalls']):<48} "
                        f"{'eff ' + format(eff, '.2f') if eff is not None else '':<9} {('| ' + src) if src else ''}")
+    if context.get("sass_strategy"):
+        n_missing = len(context.get("sass_missing", []))
+        out += ["", f"SASS metrics (strategy {context['sass_strategy']}): counts for {context.get('sass_counted', 0)} "
+                    f"of {context.get('sass_counted', 0) + n_missing} launched functions, "
+                    f"{len(context.get('sass_flush_log', []))} flushes"]
     if context.get("problems"):
         out += ["", "Problems:"] + [f"  {p}" for p in context["problems"]]
     if "overhead" in context:
@@ -494,20 +503,46 @@ def context_of(recs, context):
     return context
 
 
+def sass_flushes(recs):
+    """The SASS metrics run's flushes, in order: where each happened, its records, the functions
+    it had counts for ({function: records}) and CUPTI's error; and every function counted by any."""
+    flushes, counted = [], set()
+    for f in recs.get("sass_flush", []):
+        functions = {fn: int(v.get("records", 0)) for fn, v in dict(f.get("functions") or {}).items()}
+        flushes.append({"where": f.get("where", ""), "records": int(f.get("records", 0)), "functions": functions,
+                        "error": f.get("error", "")})
+        counted.update(fn for fn, n in functions.items() if n)
+    return flushes, counted
+
+
 def sass_context(recs, context):
-    """The SASS metrics run's ranges and the launched functions it has no counts for (a Problem)."""
+    """The SASS metrics run's strategy, ranges and flushes, and the launched functions it has no
+    counts for (a Problem)."""
     for e in recs["end"][:1]:
-        context.update({k: e.get(k) for k in ("sass_ranges", "sass_deferred_ranges", "sass_dropped_records")})
+        context.update({k: e.get(k) for k in ("sass_ranges", "sass_deferred_ranges", "sass_dropped_records",
+                                               "sass_strategy", "sass_enables", "sass_flushes") if k in e})
+    flushes, _ = sass_flushes(recs)
+    if flushes:
+        context["sass_flush_log"] = flushes
+        errors = sorted({f["error"] for f in flushes if f["error"]})
+        if errors:
+            context.setdefault("problems", []).append("SASS metrics: flush failed: " + "; ".join(errors))
+    late = sorted({r.get("function") for r in recs.get("sass_late", [])} - {None})
+    if late:
+        context["sass_late"] = late
         if e.get("sass_dropped_records"):
             context.setdefault("problems", []).append(
                 f"SASS metrics: CUPTI dropped {e['sass_dropped_records']} instruction records at a range's end")
     counted = {r.get("function") for r in recs["sass"]}
     missing = sorted({r.get("function") for r in recs["launch"]} - counted - {None})
+    launched = {r.get("function") for r in recs["launch"]} - {None}
+    context["sass_counted"] = len(counted & launched) if launched else len(counted - {None})
     if missing:
         context["sass_missing"] = missing
+        strategy = f" (strategy {context['sass_strategy']})" if context.get("sass_strategy") else ""
         context.setdefault("problems", []).append(
-            f"SASS metrics: no counts for {len(missing)} of the {len(missing) + len(counted)} launched functions: "
-            + ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""))
+            f"SASS metrics{strategy}: no counts for {len(missing)} of the {len(missing) + len(counted)} launched "
+            "functions: " + ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""))
 
 
 def warp_pass_needed(a, sass_raw):
@@ -552,6 +587,17 @@ def warp_pass(a, cmd, raw, functions, context):
     return rc
 
 
+SASS_STRATEGIES = ("deferred", "deferred-module", "once", "function", "reconfig")
+
+
+def sass_strategy(a):
+    """The library's ARCHBENCH_PCSAMPLE_SASS_STRATEGY for the options: --sass-strategy, unless only
+    the older --sass-range was given (one: once, function: function)."""
+    if a.sass_range and a.sass_strategy == "deferred":
+        return {"one": "once", "function": "function"}[a.sass_range]
+    return a.sass_strategy
+
+
 def main(argv=None):
     return cli.run(TOOL, run, argv)
 
@@ -568,14 +614,24 @@ def run(argv):
                     help="how long CUPTI's decoding thread sleeps between passes over the hardware buffer "
                          "(default 20; 0: CUPTI's own, 100)")
     ap.add_argument("--no-sass", action="store_true", help="skip the SASS metrics run (instructions, warp efficiency)")
-    ap.add_argument("--sass-range", choices=("function", "one"), default="function",
-                    help="SASS metrics: an enable/disable range per kernel function from its first launch (default; "
-                         "on the H100 CUPTI patched only the first function launched in a range) or one range")
+    ap.add_argument("--sass-strategy", choices=SASS_STRATEGIES, default="deferred",
+                    help="SASS metrics: deferred (default: one enable at the context's first kernel launch, the "
+                         "launched function's module loaded whole, every loaded function patched at once, flushed "
+                         "at the end), deferred-module (and a new range for a module loaded later), once (one lazy "
+                         "range from the context's creation), function (a range per function from its first "
+                         "launch), reconfig (as function, the device's SASS configuration renewed between); on the "
+                         "H100 once and function counted only the first function patched")
+    ap.add_argument("--sass-range", choices=("function", "one"), help=argparse.SUPPRESS)  # older name: function, once
     ap.add_argument("--sass-loading", choices=("eager", "lazy", "inherit"), default="eager",
                     help="CUDA_MODULE_LOADING for the SASS metrics run (default eager: every function loaded "
                          "before its first launch, so CUPTI can patch it then; inherit: the environment's)")
-    ap.add_argument("--sass-lazy-patching", type=int, choices=(0, 1), default=1,
-                    help="cuptiSassMetricsEnable's enableLazyPatching (default 1; 0: every loaded function at enable)")
+    ap.add_argument("--sass-lazy-patching", type=int, choices=(0, 1), default=None,
+                    help="cuptiSassMetricsEnable's enableLazyPatching (default: 0 for the deferred strategies, every "
+                         "loaded function patched at the enable; 1 for the others, each function at its first launch)")
+    ap.add_argument("--pc-enable", choices=("sync", "async"), default="sync",
+                    help="when CUPTI's PC sampling is enabled (about 0.1 s on the H100): sync (default) in the "
+                         "context-created callback; async on a thread of the library while the program does its host "
+                         "work, the context's first kernel launch waiting for it (no kernel unsampled)")
     ap.add_argument("--warp-pass", choices=("auto", "always", "never"), default="auto",
                     help="per-kernel warp efficiency from counters (a run under libarchbench_topdown.so, its 'warp' "
                          "set): auto (default) where the SASS metrics run has no records for a launched kernel (or "
@@ -628,6 +684,7 @@ def run(argv):
                     "ARCHBENCH_PCSAMPLE_DRAIN": a.drain,
                     "ARCHBENCH_PCSAMPLE_WATCHDOG_S": str(a.watchdog),
                     "ARCHBENCH_PCSAMPLE_HW_BUFFER_MB": str(a.hw_buffer_mb),
+                    "ARCHBENCH_PCSAMPLE_PC_ENABLE": a.pc_enable,
                     "ARCHBENCH_PCSAMPLE_WORKER_SLEEP_MS": str(a.worker_sleep_ms)})
         if a.debug:
             env["ARCHBENCH_PCSAMPLING_DEBUG"] = "1"
@@ -640,8 +697,12 @@ def run(argv):
         if not a.no_sass:
             sass_raw = raw[:-len(".jsonl")] + ".sass.jsonl" if raw.endswith(".jsonl") else raw + ".sass"
             env.update({"ARCHBENCH_PCSAMPLE_OUT": sass_raw, "ARCHBENCH_PCSAMPLE_MODE": "sass",
-                        "ARCHBENCH_PCSAMPLE_SASS_RANGE": a.sass_range,
-                        "ARCHBENCH_PCSAMPLE_SASS_LAZY": str(a.sass_lazy_patching)})
+                        "ARCHBENCH_PCSAMPLE_SASS_STRATEGY": sass_strategy(a)})
+            env.pop("ARCHBENCH_PCSAMPLE_SASS_RANGE", None)
+            if a.sass_lazy_patching is None:
+                env.pop("ARCHBENCH_PCSAMPLE_SASS_LAZY", None)
+            else:
+                env["ARCHBENCH_PCSAMPLE_SASS_LAZY"] = str(a.sass_lazy_patching)
             if a.sass_loading != "inherit":
                 env["CUDA_MODULE_LOADING"] = a.sass_loading.upper()
             print(f"{TOOL}: SASS metrics run", file=sys.stderr)

@@ -8,12 +8,38 @@
 //         or at the program's synchronisations (`sync`), or only at the end (`exit`: CUPTI
 //         flushes into the configuration buffer at disable); records from module unloads, and
 //         the rest at context end and exit.
-//   sass  CUPTI's SASS metrics API (the kernels patched, lazily, at their first launch): per
-//         instruction the warp-instructions and thread-instructions executed, for instruction
-//         counts and warp efficiency. Instrumentation: slower, and therefore its own run. Each
-//         kernel function gets an enable/disable range of its own from its first launch (on the
-//         H100 CUPTI patched only the first function launched in a range), so a function's
-//         counts cover its launches until the next new function's first launch.
+//   sass  CUPTI's SASS metrics API: per instruction the warp-instructions and thread-instructions
+//         executed, for instruction counts and warp efficiency. Instrumentation: slower, and
+//         therefore its own run. On the H100 (driver 580, CUPTI 13) CUPTI counted only the first
+//         kernel function it patched in a process: one range (lazy patching) gave the first
+//         function launched; a range per function (flush, disable, enable at each new function's
+//         first launch, lazy or eager) gave that same one and nothing after; the CG solver (a
+//         cudaMemset before its first kernel: perhaps a driver-internal kernel patched first) got
+//         nothing. A third-party injection saw the
+//         same on CUDA 13.0 ("only the first function launched after enable, nothing after the
+//         first flush"). NVIDIA's sass_metrics sample never shows a second function's counts (it
+//         flushes once, then only prints dropped records). So the library has strategies
+//         (ARCHBENCH_PCSAMPLE_SASS_STRATEGY), each logging what it did (sass_enable, sass_disable,
+//         sass_flush records: at each flush the functions with records and how many; at the end
+//         a sass_summary record and a stderr line: functions counted of those launched):
+//           deferred (default)  no enable at context creation; at the first kernel launch of the
+//                               context every function of the launched function's module is
+//                               loaded (cuModuleEnumerateFunctions, cuFuncLoad: lazy loading)
+//                               and SASS metrics enabled once with eager patching (every loaded
+//                               function patched in one step, at a time the program's modules
+//                               are loaded: CUDA_MODULE_LOADING=EAGER, as the command sets);
+//                               flushed only at module unload, context end and exit. Functions
+//                               of modules loaded later are counted only if CUPTI patches them
+//                               itself (sass_late records name the functions first launched
+//                               after a module was loaded since the enable).
+//           deferred-module     as deferred, and a new range (flush, disable, load, enable) at
+//                               the first launch of a function of a module loaded since the
+//                               last enable (NVRTC programs: a module a kernel).
+//           once                one enable at context creation (lazy), flushed at the end.
+//           function            a range per kernel function from its first launch (flush,
+//                               disable, enable), the launch's stream idle first.
+//           reconfig            as function, plus the device's SASS configuration unset and set
+//                               again between ranges (CUPTI's per-device state renewed).
 // Survival rules (the first H100 run hung in every program with this library and 0 samples):
 //   - no lock of the library is held while it calls into CUPTI's PC sampling or SASS metrics
 //     functions (CUPTI's worker threads may call back into the library), and a callback that
@@ -44,8 +70,17 @@
 //   ARCHBENCH_PCSAMPLE_WORKER_SLEEP_MS pc mode: CUPTI's decoding thread's sleep (default 20; 0: CUPTI's 100)
 //   ARCHBENCH_PCSAMPLE_DRAIN       pc mode: thread (default), sync or exit (see above)
 //   ARCHBENCH_PCSAMPLE_DRAIN_MS    least time between two drains (default 50)
-//   ARCHBENCH_PCSAMPLE_SASS_RANGE  sass mode: function (default: a range per kernel function) or one
-//   ARCHBENCH_PCSAMPLE_SASS_LAZY   sass mode: 1 (default) lazy patching, 0: every loaded function at enable
+//   ARCHBENCH_PCSAMPLE_SASS_STRATEGY sass mode: deferred (default), deferred-module, once, function or
+//                                  reconfig (see above); ARCHBENCH_PCSAMPLE_SASS_RANGE=one|function (the
+//                                  older name) means once|function where no strategy is given
+//   ARCHBENCH_PCSAMPLE_SASS_LAZY   sass mode: 1 lazy patching, 0 every loaded function at enable (default:
+//                                  0 for the deferred strategies, 1 for the others)
+//   ARCHBENCH_PCSAMPLE_PC_ENABLE   pc mode: sync (default) enables PC sampling inside the context-created
+//                                  callback; async enables it on a thread of the library while the program
+//                                  goes on (its host work before the first kernel hides CUPTI's ~0.1 s
+//                                  enable), and the context's first kernel launch waits for it (at most
+//                                  the watchdog's time) so no kernel goes unsampled (a pc_enable record
+//                                  says how long the enable took and the launch waited)
 //   ARCHBENCH_PCSAMPLE_WATCHDOG_S  seconds before the watchdog acts (default 10; 0: no watchdog)
 //   ARCHBENCH_PCSAMPLING_DEBUG     1: every step on stderr (archbench-pcsample[t s tid]: ...)
 #include <cuda.h>
@@ -111,6 +146,10 @@ struct PcBuffer {
 struct Context {
   int device = 0;
   bool enabled = false;
+  std::atomic<int> enabling{0};       // pc mode, async enable: 1 while the library's thread enables
+  uint64_t enable_started_ns = 0;     // pc mode, async enable: when that thread was started
+  bool launched = false;              // a kernel has been launched in the context
+  uint64_t modules_at_enable = 0;     // sass mode: State::modules_loaded at the last enable
   std::map<uint32_t, std::string> reason_names;  // stall reason index -> CUPTI's name
   std::unique_ptr<PcBuffer> config, drain;
 };
@@ -157,14 +196,18 @@ struct State {
   };
   std::map<std::string, Shape> shapes;
   std::map<int, bool> sass_configured;  // device -> configured
-  // SASS metrics ranges: `function` (default) gives each kernel function a range of its own,
-  // begun at its first launch (on the H100 only the first function launched in a range was ever
-  // patched); `one`: a single range from the context's creation to the end.
-  std::string sass_range = "function";
-  bool sass_lazy = true;                 // cuptiSassMetricsEnable's enableLazyPatching
+  // SASS metrics strategy (see the top of the file): deferred (default), deferred-module, once,
+  // function, reconfig.
+  std::string sass_strategy = "deferred";
+  bool sass_lazy = false;                // cuptiSassMetricsEnable's enableLazyPatching
+  std::string pc_enable = "sync";        // pc mode: sync or async (see the top of the file)
   std::set<std::string> sass_ranged;     // functions that have had a range of their own
+  std::set<std::string> sass_seen;       // functions launched (sass mode)
+  std::set<std::string> sass_counted;    // functions with records in some flush
+  std::set<std::string> sass_late;       // functions first launched after a module loaded since the enable
   std::string sass_current;              // the function whose range is open
-  uint64_t sass_ranges = 0, sass_deferred = 0, sass_dropped = 0;
+  uint64_t sass_ranges = 0, sass_deferred = 0, sass_dropped = 0, sass_enables = 0, sass_flushes = 0;
+  std::atomic<uint64_t> modules_loaded{0};  // module-loaded callbacks (also those inside the library)
   std::vector<uint64_t> sass_ids;
   std::map<uint64_t, std::string> sass_names;  // metric id -> name
   uint64_t samples = 0, dropped = 0, non_user = 0, pc_records = 0, drains = 0, sass_records = 0;
@@ -193,6 +236,12 @@ void dbg(const char* fmt, ...) {
                long(syscall(SYS_gettid)), buf);
   std::fflush(stderr);
 }
+
+struct Inside {  // marks this thread as inside the library: callbacks it causes return at once
+  bool was;
+  Inside() : was(t_inside) { t_inside = true; }
+  ~Inside() { t_inside = was; }
+};
 
 // The library's CUPTI call in progress (one at a time: State::cupti), for the watchdog.
 std::atomic<uint64_t> g_op_since{0}, g_op_seq{0};
@@ -340,27 +389,35 @@ void consume(State& s, CUcontext ctx, Context& c, CUpti_PCSamplingData& d) {
   d.totalNumPcs = 0, d.remainingNumPcs = 0, d.totalSamples = 0, d.droppedSamples = 0, d.nonUsrKernelsTotalSamples = 0;
 }
 
-// SASS mode: the per-instruction counts CUPTI holds for the context, written and reset (s.cupti held).
-void flush_sass(State& s, CUcontext ctx) {
+// SASS mode: the per-instruction counts CUPTI holds for the context, written and reset (s.cupti
+// held). Every call leaves a sass_flush record: where, the records, and per function its records
+// and warp-instructions executed, or CUPTI's error; so a run shows which functions got counts.
+void flush_sass(State& s, CUcontext ctx, const char* where) {
   auto dp = params<CUpti_SassMetricsGetDataProperties_Params>(CUpti_SassMetricsGetDataProperties_Params_STRUCT_SIZE);
   dp.ctx = ctx;
-  {
-    Busy b("cuptiSassMetricsGetDataProperties");
-    if (cuptiSassMetricsGetDataProperties(&dp) != CUPTI_SUCCESS || !dp.numOfPatchedInstructionRecords) return;
-  }
-  const std::size_t n = dp.numOfPatchedInstructionRecords, per = dp.numOfInstances * s.sass_ids.size();
-  std::vector<CUpti_SassMetrics_Data> data(n);
-  std::vector<CUpti_SassMetrics_InstanceValue> values(n * per, CUpti_SassMetrics_InstanceValue{~0ull, 0});
-  for (std::size_t i = 0; i < n; ++i) data[i].structSize = sizeof(CUpti_SassMetrics_Data), data[i].pInstanceValues = &values[i * per];
-  auto fp = params<CUpti_SassMetricsFlushData_Params>(CUpti_SassMetricsFlushData_Params_STRUCT_SIZE);
-  fp.ctx = ctx, fp.numOfPatchedInstructionRecords = n, fp.numOfInstances = dp.numOfInstances, fp.pMetricsData = data.data();
   CUptiResult r;
   {
+    Busy b("cuptiSassMetricsGetDataProperties");
+    r = cuptiSassMetricsGetDataProperties(&dp);
+  }
+  std::vector<CUpti_SassMetrics_Data> data;
+  std::vector<CUpti_SassMetrics_InstanceValue> values;
+  std::size_t per = 0;
+  if (r == CUPTI_SUCCESS && dp.numOfPatchedInstructionRecords && dp.numOfInstances) {
+    const std::size_t n = dp.numOfPatchedInstructionRecords;
+    per = dp.numOfInstances * std::max<std::size_t>(s.sass_ids.size(), 1);
+    data.resize(n);
+    values.assign(n * per, CUpti_SassMetrics_InstanceValue{~0ull, 0});
+    for (std::size_t i = 0; i < n; ++i) data[i].structSize = sizeof(CUpti_SassMetrics_Data), data[i].pInstanceValues = &values[i * per];
+    auto fp = params<CUpti_SassMetricsFlushData_Params>(CUpti_SassMetricsFlushData_Params_STRUCT_SIZE);
+    fp.ctx = ctx, fp.numOfPatchedInstructionRecords = n, fp.numOfInstances = dp.numOfInstances, fp.pMetricsData = data.data();
     Busy b("cuptiSassMetricsFlushData");
     r = cuptiSassMetricsFlushData(&fp);
+    if (r != CUPTI_SUCCESS) data.clear();
   }
   std::lock_guard<std::mutex> lock(s.mu);
-  if (r != CUPTI_SUCCESS) return note_error(s, "SASS metrics flush: " + cupti_error(r));
+  ++s.sass_flushes;
+  std::map<std::string, std::pair<uint64_t, uint64_t>> by_function;  // records, warp-instructions
   for (const auto& d : data) {
     std::map<std::string, uint64_t> sum;
     for (std::size_t k = 0; k < per; ++k)
@@ -374,9 +431,114 @@ void flush_sass(State& s, CUcontext ctx) {
     for (const auto& [k, v] : sum) line.unum(k, v);
     line.write(s.out);
     ++s.sass_records;
+    auto& f = by_function[fn];
+    ++f.first, f.second += sum.count(kSassMetrics[0]) ? sum[kSassMetrics[0]] : 0;
+    s.sass_counted.insert(fn);
   }
+  // (CUPTI's sample frees each record's functionName; not here: a leak of a few names a flush is
+  // harmless, a wrong free would end the program.)
+  std::string functions = "{";
+  for (const auto& [fn, v] : by_function) {
+    if (functions.size() > 1) functions += ',';
+    functions += tr::JsonLine::quote(fn) + ":{\"records\":" + std::to_string(v.first) + ",\"inst_executed\":" + std::to_string(v.second) + "}";
+  }
+  emit(s, std::move(tr::JsonLine("sass_flush").str("where", where).str("strategy", s.sass_strategy)
+                        .unum("context", reinterpret_cast<std::uintptr_t>(ctx)).unum("records", data.size())
+                        .unum("instances", r == CUPTI_SUCCESS ? dp.numOfInstances : 0).raw("functions", functions + "}")
+                        .str("error", r == CUPTI_SUCCESS ? "" : cupti_error(r)).unum("ns", tr::now_ns())));
+  dbg("SASS flush (%s): %zu records, %zu functions%s%s", where, data.size(), by_function.size(),
+      r == CUPTI_SUCCESS ? "" : ", ", r == CUPTI_SUCCESS ? "" : cupti_error(r).c_str());
   ++s.drains;
-  std::fflush(s.out);
+}
+
+// SASS metrics: the device's configuration (the two metrics, per GPU); s.cupti held, s.mu not.
+bool sass_config(State& s, int device) {
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.sass_configured[device]) return true;
+  }
+  Busy busy("SASS metrics configuration");
+  auto ip = params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
+  cuptiProfilerInitialize(&ip);
+  auto cn = params<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
+  cn.deviceIndex = device;
+  if (CUptiResult r = cuptiDeviceGetChipName(&cn); r != CUPTI_SUCCESS) return note_error_locked(s, "chip name: " + cupti_error(r)), false;
+  std::vector<CUpti_SassMetrics_Config> cfg;
+  std::vector<std::pair<uint64_t, std::string>> ids;
+  for (const char* m : kSassMetrics) {
+    auto pp = params<CUpti_SassMetrics_GetProperties_Params>(CUpti_SassMetrics_GetProperties_Params_STRUCT_SIZE);
+    pp.pChipName = cn.pChipName, pp.pMetricName = m;
+    if (CUptiResult r = cuptiSassMetricsGetProperties(&pp); r != CUPTI_SUCCESS)
+      return note_error_locked(s, std::string("SASS metric ") + m + ": " + cupti_error(r)), false;
+    ids.emplace_back(pp.metric.metricId, m);
+    cfg.push_back({pp.metric.metricId, uint8_t(CUPTI_SASS_METRICS_OUTPUT_GRANULARITY_GPU)});
+  }
+  auto sp = params<CUpti_SassMetricsSetConfig_Params>(CUpti_SassMetricsSetConfig_Params_STRUCT_SIZE);
+  sp.numOfMetricConfig = cfg.size(), sp.pConfigs = cfg.data(), sp.deviceIndex = uint32_t(device);
+  if (CUptiResult r = cuptiSassMetricsSetConfig(&sp); r != CUPTI_SUCCESS) return note_error_locked(s, "SASS metrics config: " + cupti_error(r)), false;
+  std::lock_guard<std::mutex> lock(s.mu);
+  for (const auto& [id, m] : ids)
+    if (!s.sass_names.count(id)) s.sass_ids.push_back(id), s.sass_names[id] = m;
+  s.sass_configured[device] = true;
+  return true;
+}
+
+// Strategy reconfig: the device's configuration unset (CUPTI frees its SASS state for the device)
+// and set again; s.cupti held, s.mu not.
+bool sass_reconfig(State& s, int device) {
+  auto up = params<CUpti_SassMetricsUnsetConfig_Params>(CUpti_SassMetricsUnsetConfig_Params_STRUCT_SIZE);
+  up.deviceIndex = uint32_t(device);
+  CUptiResult r;
+  {
+    Busy b("cuptiSassMetricsUnsetConfig");
+    r = cuptiSassMetricsUnsetConfig(&up);
+  }
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (r != CUPTI_SUCCESS) note_error(s, "cuptiSassMetricsUnsetConfig: " + cupti_error(r));
+    else s.sass_configured[device] = false;
+  }
+  return r == CUPTI_SUCCESS && sass_config(s, device);
+}
+
+// Opens a SASS metrics range on the context (s.cupti held, s.mu not); `trigger` names the
+// function (or event) it was opened for. A sass_enable record either way.
+bool sass_enable(State& s, CUcontext ctx, Context& c, const std::string& trigger, const std::string& loaded = "") {
+  auto ep = params<CUpti_SassMetricsEnable_Params>(CUpti_SassMetricsEnable_Params_STRUCT_SIZE);
+  ep.ctx = ctx, ep.enableLazyPatching = s.sass_lazy ? 1 : 0;
+  CUptiResult r;
+  const uint64_t t0 = tr::now_ns();
+  {
+    Busy b("cuptiSassMetricsEnable");
+    r = cuptiSassMetricsEnable(&ep);
+  }
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (r == CUPTI_SUCCESS) c.enabled = true, c.modules_at_enable = s.modules_loaded, ++s.sass_enables;
+  emit(s, std::move(tr::JsonLine("sass_enable").str("strategy", s.sass_strategy).str("trigger", trigger)
+                        .boolean("lazy_patching", s.sass_lazy).unum("context", reinterpret_cast<std::uintptr_t>(ctx))
+                        .unum("modules_loaded", s.modules_loaded).raw("module_functions", loaded.empty() ? "null" : loaded)
+                        .raw("seconds", std::to_string(double(tr::now_ns() - t0) * 1e-9))
+                        .str("error", r == CUPTI_SUCCESS ? "" : cupti_error(r)).unum("ns", tr::now_ns())));
+  if (r != CUPTI_SUCCESS) note_error(s, "cuptiSassMetricsEnable (" + trigger + "): " + cupti_error(r) + "; SASS metrics end here");
+  return r == CUPTI_SUCCESS;
+}
+
+// Closes the context's SASS metrics range (s.cupti held, s.mu not): CUPTI unpatches and drops what
+// was not flushed (counted). A sass_disable record.
+bool sass_disable(State& s, CUcontext ctx, Context& c, const char* why) {
+  auto p = params<CUpti_SassMetricsDisable_Params>(CUpti_SassMetricsDisable_Params_STRUCT_SIZE);
+  p.ctx = ctx;
+  CUptiResult r;
+  {
+    Busy b("cuptiSassMetricsDisable");
+    r = cuptiSassMetricsDisable(&p);
+  }
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.sass_dropped += p.numOfDroppedRecords;
+  c.enabled = false;
+  emit(s, std::move(tr::JsonLine("sass_disable").str("why", why).unum("dropped_records", p.numOfDroppedRecords)
+                        .str("error", r == CUPTI_SUCCESS ? "" : cupti_error(r)).unum("ns", tr::now_ns())));
+  return r == CUPTI_SUCCESS;
 }
 
 // The contexts sampled now (a copy: the caller holds s.cupti, not s.mu).
@@ -394,7 +556,7 @@ void adopt_pending(State& s);
 // s.cupti held, s.mu not. `where` names the caller for the log.
 void drain(State& s, CUcontext ctx, Context& c, const char* where) {
   if (!c.enabled) return;
-  if (s.mode == "sass") return flush_sass(s, ctx);
+  if (s.mode == "sass") return flush_sass(s, ctx, where);
   {
     std::lock_guard<std::mutex> lock(s.mu);
     if (c.config->data.totalNumPcs) consume(s, ctx, c, c.config->data);  // flushed there by a module unload
@@ -445,14 +607,7 @@ void finish_context(State& s, CUcontext ctx, Context& c, const char* where) {
   if (!c.enabled) return;
   if (s.drain_mode != "exit" || s.mode == "sass") drain(s, ctx, c, where);
   if (s.mode == "sass") {
-    auto p = params<CUpti_SassMetricsDisable_Params>(CUpti_SassMetricsDisable_Params_STRUCT_SIZE);
-    p.ctx = ctx;
-    {
-      Busy b("cuptiSassMetricsDisable");
-      cuptiSassMetricsDisable(&p);
-    }
-    std::lock_guard<std::mutex> lock(s.mu);
-    s.sass_dropped += p.numOfDroppedRecords;
+    sass_disable(s, ctx, c, where);
   } else {
     CUpti_PCSamplingDisableParams p{};
     p.size = CUpti_PCSamplingDisableParamsSize, p.ctx = ctx;
@@ -616,47 +771,6 @@ void enable_pc(State& s, CUcontext ctx, Context& c) {
       .raw("stall_reasons", list + "]")));
 }
 
-// SASS metrics on a new context (s.cupti held, s.mu not).
-void enable_sass(State& s, CUcontext ctx, Context& c) {
-  Busy busy("SASS metrics configuration");
-  if (!s.sass_configured[c.device]) {
-    auto ip = params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
-    cuptiProfilerInitialize(&ip);
-    auto cn = params<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
-    cn.deviceIndex = c.device;
-    if (CUptiResult r = cuptiDeviceGetChipName(&cn); r != CUPTI_SUCCESS) return note_error_locked(s, "chip name: " + cupti_error(r));
-    std::vector<CUpti_SassMetrics_Config> cfg;
-    for (const char* m : kSassMetrics) {
-      auto pp = params<CUpti_SassMetrics_GetProperties_Params>(CUpti_SassMetrics_GetProperties_Params_STRUCT_SIZE);
-      pp.pChipName = cn.pChipName, pp.pMetricName = m;
-      if (CUptiResult r = cuptiSassMetricsGetProperties(&pp); r != CUPTI_SUCCESS)
-        return note_error_locked(s, std::string("SASS metric ") + m + ": " + cupti_error(r));
-      s.sass_ids.push_back(pp.metric.metricId);
-      s.sass_names[pp.metric.metricId] = m;
-      cfg.push_back({pp.metric.metricId, uint8_t(CUPTI_SASS_METRICS_OUTPUT_GRANULARITY_GPU)});
-    }
-    auto sp = params<CUpti_SassMetricsSetConfig_Params>(CUpti_SassMetricsSetConfig_Params_STRUCT_SIZE);
-    sp.numOfMetricConfig = cfg.size(), sp.pConfigs = cfg.data(), sp.deviceIndex = uint32_t(c.device);
-    if (CUptiResult r = cuptiSassMetricsSetConfig(&sp); r != CUPTI_SUCCESS) return note_error_locked(s, "SASS metrics config: " + cupti_error(r));
-    s.sass_configured[c.device] = true;
-  }
-  auto ep = params<CUpti_SassMetricsEnable_Params>(CUpti_SassMetricsEnable_Params_STRUCT_SIZE);
-  ep.ctx = ctx, ep.enableLazyPatching = s.sass_lazy ? 1 : 0;
-  CUptiResult r;
-  {
-    Busy b("cuptiSassMetricsEnable");
-    r = cuptiSassMetricsEnable(&ep);
-  }
-  if (r != CUPTI_SUCCESS) return note_error_locked(s, "cuptiSassMetricsEnable: " + cupti_error(r));
-  char name[256] = "";
-  cuDeviceGetName(name, sizeof name, c.device);
-  std::lock_guard<std::mutex> lock(s.mu);
-  c.enabled = true;
-  emit(s, std::move(tr::JsonLine("config").str("mode", "sass").unum("context", reinterpret_cast<std::uintptr_t>(ctx)).num("device", c.device)
-      .str("device_name", name).num("watchdog_s", int64_t(s.watchdog_s)).str("sass_range", s.sass_range)
-      .boolean("lazy_patching", s.sass_lazy).str("module_loading", getenv_or("CUDA_MODULE_LOADING", ""))));
-}
-
 void on_cubin(State& s, const char* cubin, std::size_t size, uint64_t module_id) {  // s.mu held
   if (!cubin || !size) return;
   CUpti_GetCubinCrcParams p{};
@@ -742,67 +856,222 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {  /
   }
 }
 
-// SASS metrics, range `function`: at the entry of a function's first launch, ends the range open
-// (its counts flushed first) and opens one for this function, so that it is the first function
-// launched in its range: on the H100 CUPTI patched only that one (planted: hot_chase, never the
-// lanes<P> launched after it; archbench: chase_ptr only; CG: none, a driver-internal kernel
-// first). The range is switched only once the launch's stream has finished its work (at most
-// 200 ms; else at a later launch): disabling under a running patched kernel is not safe, and a
-// kernel held by the program (archbench_hold) must not wait for the library. s.mu not held.
-void sass_range_for(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
-  const std::string fn = cb->symbolName;
-  {
-    std::lock_guard<std::mutex> lock(s.mu);
-    if (s.done || s.sass_ranged.count(fn)) return;
-    auto it = s.contexts.find(cb->context);
-    if (it == s.contexts.end() || !it->second.enabled) return;
-  }
-  CUstream stream = nullptr;
+// A launch's function (a CUfunction, or a CUkernel as the runtime may pass) and stream.
+void launch_target(const CUpti_CallbackData* cb, CUpti_CallbackId id, CUfunction* f, CUstream* stream) {
+  *f = nullptr, *stream = nullptr;
   if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
     const auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
-    if (p->config) stream = p->config->hStream;
+    *f = p->f;
+    if (p->config) *stream = p->config->hStream;
   } else {
-    stream = static_cast<const cuLaunchKernel_params*>(cb->functionParams)->hStream;
+    const auto* p = static_cast<const cuLaunchKernel_params*>(cb->functionParams);
+    *f = p->f, *stream = p->hStream;
   }
-  if (!stream && (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
-                  id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz))
-    stream = CU_STREAM_PER_THREAD;
+  if (!*stream && (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz ||
+                   id == CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz))
+    *stream = CU_STREAM_PER_THREAD;
+}
+
+// The driver's module-enumeration and function-loading calls (CUDA 12.4), looked up at run time
+// so that the library still loads on an older driver (then nothing is loaded, and said so).
+struct ModuleCalls {
+  CUresult (*get_module)(CUmodule*, CUfunction) = nullptr;
+  CUresult (*count)(unsigned*, CUmodule) = nullptr;
+  CUresult (*enumerate)(CUfunction*, unsigned, CUmodule) = nullptr;
+  CUresult (*is_loaded)(CUfunctionLoadingState*, CUfunction) = nullptr;
+  CUresult (*load)(CUfunction) = nullptr;
+  ModuleCalls() {
+    auto get = [](const char* name, auto& fn) {
+      void* p = nullptr;
+      if (cuGetProcAddress(name, &p, 12040, CU_GET_PROC_ADDRESS_DEFAULT, nullptr) == CUDA_SUCCESS && p)
+        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
+    };
+    get("cuFuncGetModule", get_module), get("cuModuleGetFunctionCount", count);
+    get("cuModuleEnumerateFunctions", enumerate), get("cuFuncIsLoaded", is_loaded), get("cuFuncLoad", load);
+  }
+};
+
+// Loads every function of the module `f` belongs to (CUDA's lazy loading loads a function at its
+// first launch; eager patching patches only functions loaded at the enable). On the program's
+// thread, inside its launch callback (the context is current). Returns a JSON object for the
+// sass_enable record: the module's functions, those loaded before, loaded now, failed.
+std::string load_module_functions(CUfunction f) {
+  static const ModuleCalls calls;
+  if (!calls.get_module || !calls.count || !calls.enumerate || !calls.load)
+    return "{\"error\":\"the driver has no cuModuleEnumerateFunctions/cuFuncLoad (CUDA 12.4)\"}";
+  CUmodule mod = nullptr;
+  if (calls.get_module(&mod, f) != CUDA_SUCCESS || !mod) {
+    CUfunction in_ctx = nullptr;  // a context-independent CUkernel: its function in this context
+    mod = nullptr;
+    if (cuKernelGetFunction(&in_ctx, reinterpret_cast<CUkernel>(f)) != CUDA_SUCCESS || !in_ctx ||
+        calls.get_module(&mod, in_ctx) != CUDA_SUCCESS || !mod)
+      return "{\"error\":\"no module for the launched function\"}";
+  }
+  unsigned n = 0;
+  if (calls.count(&n, mod) != CUDA_SUCCESS) return "{\"error\":\"cuModuleGetFunctionCount failed\"}";
+  std::vector<CUfunction> fs(n);
+  if (n && calls.enumerate(fs.data(), n, mod) != CUDA_SUCCESS) return "{\"error\":\"cuModuleEnumerateFunctions failed\"}";
+  unsigned before = 0, now = 0, failed = 0;
+  for (CUfunction g : fs) {
+    CUfunctionLoadingState st = CU_FUNCTION_LOADING_STATE_UNLOADED;
+    if (calls.is_loaded && calls.is_loaded(&st, g) == CUDA_SUCCESS && st == CU_FUNCTION_LOADING_STATE_LOADED) ++before;
+    else if (calls.load(g) == CUDA_SUCCESS) ++now;
+    else ++failed;
+  }
+  dbg("module of the launched function: %u functions, %u loaded before, %u loaded now, %u failed", n, before, now, failed);
+  return "{\"functions\":" + std::to_string(n) + ",\"loaded_before\":" + std::to_string(before) +
+         ",\"loaded_now\":" + std::to_string(now) + ",\"failed\":" + std::to_string(failed) + "}";
+}
+
+// SASS metrics at the entry of a kernel launch (s.mu not held), by strategy (see the top of the
+// file):
+//   deferred, deferred-module: the context's first launch opens its one range (the module of the
+//     launched function loaded whole, eager patching); deferred-module also opens a new range at
+//     the first launch of a function when a module was loaded since the last enable; deferred
+//     only names such functions (a sass_late record).
+//   function, reconfig: a function's first launch ends the range open (flushed first) and opens
+//     one for it (reconfig: the device's configuration unset and set between).
+// A range is switched only once the launch's stream has finished its work (at most 200 ms; else
+// at a later launch): disabling under a running patched kernel is not safe, and a kernel held by
+// the program (archbench_hold) must not wait for the library.
+void sass_on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
+  const std::string fn = cb->symbolName;
+  const bool deferred = s.sass_strategy == "deferred" || s.sass_strategy == "deferred-module";
+  bool first_enable = false;
+  Context* c = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.done) return;
+    auto it = s.contexts.find(cb->context);
+    if (it == s.contexts.end()) return;
+    c = &it->second;
+    const bool new_function = s.sass_seen.insert(fn).second;
+    if (deferred) {
+      if (!c->launched) {
+        c->launched = first_enable = true;
+      } else if (!c->enabled || s.sass_ranged.count(fn) || s.modules_loaded <= c->modules_at_enable) {
+        return;
+      } else if (s.sass_strategy == "deferred") {
+        if (new_function && s.sass_late.insert(fn).second)
+          emit(s, std::move(tr::JsonLine("sass_late").str("function", fn).str("name", demangle(fn.c_str()))
+                                .unum("modules_loaded", s.modules_loaded).unum("modules_at_enable", c->modules_at_enable)
+                                .unum("ns", tr::now_ns())));
+        return;
+      }
+    } else if (s.sass_strategy == "function" || s.sass_strategy == "reconfig") {
+      if (s.sass_ranged.count(fn) || !c->enabled) return;
+    } else {
+      return;  // once
+    }
+  }
+  CUfunction f = nullptr;
+  CUstream stream = nullptr;
+  launch_target(cb, id, &f, &stream);
   const uint64_t t0 = tr::now_ns();
   CUresult q;
   while ((q = cuStreamQuery(stream)) == CUDA_ERROR_NOT_READY && tr::now_ns() - t0 < 200'000'000)
     std::this_thread::sleep_for(std::chrono::microseconds(100));
-  if (q == CUDA_ERROR_NOT_READY) {
+  if (q == CUDA_ERROR_NOT_READY && !first_enable) {  // (the first enable has no range to end: it goes on)
     std::lock_guard<std::mutex> lock(s.mu);
     ++s.sass_deferred;
     dbg("SASS range for %s deferred: its stream is busy", fn.c_str());
     return;
   }
   std::unique_lock<std::timed_mutex> cupti(s.cupti, std::defer_lock);
-  if (!cupti.try_lock_for(std::chrono::seconds(1))) return;
-  flush_sass(s, cb->context);
-  auto dp = params<CUpti_SassMetricsDisable_Params>(CUpti_SassMetricsDisable_Params_STRUCT_SIZE);
-  dp.ctx = cb->context;
-  CUptiResult r;
-  {
-    Busy b("cuptiSassMetricsDisable (range)");
-    r = cuptiSassMetricsDisable(&dp);
+  if (!cupti.try_lock_for(std::chrono::seconds(1))) {
+    note_error_locked(s, "SASS metrics: no range for " + fn + ": the library's CUPTI call is stuck");
+    return;
   }
-  if (r != CUPTI_SUCCESS) return note_error_locked(s, "cuptiSassMetricsDisable (range): " + cupti_error(r));
-  auto ep = params<CUpti_SassMetricsEnable_Params>(CUpti_SassMetricsEnable_Params_STRUCT_SIZE);
-  ep.ctx = cb->context, ep.enableLazyPatching = s.sass_lazy ? 1 : 0;
+  uint64_t dropped_before = 0;
   {
-    Busy b("cuptiSassMetricsEnable (range)");
-    r = cuptiSassMetricsEnable(&ep);
+    std::lock_guard<std::mutex> lock(s.mu);
+    dropped_before = s.sass_dropped;
   }
+  if (c->enabled) {
+    flush_sass(s, cb->context, "range switch");
+    if (!sass_disable(s, cb->context, *c, "range switch")) return note_error_locked(s, "cuptiSassMetricsDisable (range): failed; SASS metrics end here");
+  }
+  if (s.sass_strategy == "reconfig" && !sass_reconfig(s, c->device)) return;
+  const std::string loaded = deferred && f ? load_module_functions(f) : "";
+  if (!sass_enable(s, cb->context, *c, fn, loaded)) return;
   std::lock_guard<std::mutex> lock(s.mu);
-  s.sass_dropped += dp.numOfDroppedRecords;
-  if (r != CUPTI_SUCCESS) {
-    s.contexts[cb->context].enabled = false;
-    return note_error(s, "cuptiSassMetricsEnable (range): " + cupti_error(r) + "; SASS metrics end here");
-  }
   s.sass_ranged.insert(fn), s.sass_current = fn, ++s.sass_ranges;
-  emit(s, std::move(tr::JsonLine("sass_range").str("function", fn).unum("dropped_records", dp.numOfDroppedRecords)
+  emit(s, std::move(tr::JsonLine("sass_range").str("function", fn).str("strategy", s.sass_strategy)
+                        .unum("dropped_records", s.sass_dropped - dropped_before)
                         .raw("waited_s", std::to_string(double(tr::now_ns() - t0) * 1e-9)).unum("ns", tr::now_ns())));
+}
+
+// SASS metrics on a new context (s.cupti held, s.mu not): the device configured; a range opened
+// now only for the strategies that begin at the context (once, function, reconfig); the config
+// record either way.
+void sass_on_context(State& s, CUcontext ctx, Context& c) {
+  if (!sass_config(s, c.device)) return;
+  const bool at_context = s.sass_strategy == "once" || s.sass_strategy == "function" || s.sass_strategy == "reconfig";
+  if (at_context && !sass_enable(s, ctx, c, "context created")) return;
+  char name[256] = "";
+  cuDeviceGetName(name, sizeof name, c.device);
+  std::lock_guard<std::mutex> lock(s.mu);
+  emit(s, std::move(tr::JsonLine("config").str("mode", "sass").unum("context", reinterpret_cast<std::uintptr_t>(ctx)).num("device", c.device)
+      .str("device_name", name).num("watchdog_s", int64_t(s.watchdog_s)).str("sass_strategy", s.sass_strategy)
+      .boolean("lazy_patching", s.sass_lazy).str("module_loading", getenv_or("CUDA_MODULE_LOADING", ""))));
+}
+
+// PC mode, async enable: CUPTI's enable (about 0.1 s on the H100) on a thread of the library, the
+// context pushed there, while the program goes on with its host work; the context's launches
+// wait for it (wait_for_enable). A pc_enable record says when it was done.
+void enable_pc_async(State& s, CUcontext ctx, Context& c) {
+  c.enable_started_ns = tr::now_ns();
+  c.enabling = 1;
+  std::thread([&s, ctx, &c] {
+    Inside inside;
+    const auto limit = std::chrono::milliseconds(int64_t(std::max(s.watchdog_s, 1.0) * 1000));
+    std::unique_lock<std::timed_mutex> cupti(s.cupti, std::defer_lock);
+    if (!cupti.try_lock_for(limit)) {
+      note_error_locked(s, "context created while the library's CUPTI call is stuck: not sampled");
+    } else if (cuCtxPushCurrent(ctx) != CUDA_SUCCESS) {
+      note_error_locked(s, "async enable: cannot make the new context current on the library's thread: not sampled");
+    } else {
+      enable_pc(s, ctx, c);
+      CUcontext popped = nullptr;
+      cuCtxPopCurrent(&popped);
+    }
+    const uint64_t t = tr::now_ns();
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      emit(s, std::move(tr::JsonLine("pc_enable").str("how", "async").unum("context", reinterpret_cast<std::uintptr_t>(ctx))
+                            .boolean("enabled", c.enabled).raw("enable_s", std::to_string(double(t - c.enable_started_ns) * 1e-9))
+                            .unum("ns", t)));
+    }
+    c.enabling = 0;
+  }).detach();
+}
+
+// PC mode, async enable: a launch in a context whose enable is still running waits for it (at
+// most the watchdog's time, 10 s without one), so that no kernel goes unsampled; the context's
+// first launch is written down (pc_enable_wait: seconds it waited).
+void wait_for_enable(State& s, CUcontext ctx) {
+  Context* c = nullptr;
+  bool first = false;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.contexts.find(ctx);
+    if (it == s.contexts.end()) return;
+    c = &it->second;
+    if (c->launched && !c->enabling) return;
+    first = !c->launched;
+    c->launched = true;
+  }
+  const uint64_t t0 = tr::now_ns(), limit = uint64_t((s.watchdog_s > 0 ? s.watchdog_s : 10) * 1e9);
+  while (c->enabling && tr::now_ns() - t0 < limit) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  const uint64_t t = tr::now_ns();
+  if (!first) return;
+  std::lock_guard<std::mutex> lock(s.mu);
+  emit(s, std::move(tr::JsonLine("pc_enable_wait").unum("context", reinterpret_cast<std::uintptr_t>(ctx))
+                        .raw("waited_s", std::to_string(double(t - t0) * 1e-9))
+                        .raw("since_context_s", std::to_string(double(t - c->enable_started_ns) * 1e-9))
+                        .boolean("enabled", c->enabled).boolean("timed_out", c->enabling != 0).unum("ns", t)));
+  if (c->enabling) note_error(s, "async enable: the first launch waited " + std::to_string(int(s.watchdog_s)) +
+                                     " s for CUPTI's enable and went on: its kernels may be unsampled");
 }
 
 using tr::kLaunches, tr::kSyncs, tr::one_of;
@@ -822,12 +1091,6 @@ void wait_mark(bool enter, const char* what) {
   }
 }
 
-struct Inside {  // marks this thread as inside the library: callbacks it causes return at once
-  bool was;
-  Inside() : was(t_inside) { t_inside = true; }
-  ~Inside() { t_inside = was; }
-};
-
 std::atomic<uint64_t> g_callbacks{0};
 
 void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
@@ -840,6 +1103,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
         std::lock_guard<std::mutex> lock(g_pending_mu);
         g_pending.push_back(PendingCubin{std::vector<char>(m->pCubin, m->pCubin + m->cubinSize), m->moduleId});
       }
+      ++state().modules_loaded;
       dbg("module loaded on a thread inside the library: cubin of %zu B kept for later", m ? size_t(m->cubinSize) : size_t(0));
       return;
     }
@@ -857,16 +1121,17 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
           enter ? "enter" : "exit", cb->symbolName ? " " : "", cb->symbolName ? cb->symbolName : "");
     wait_mark(enter, cb->functionName);
     if (one_of(id, kLaunches)) {
-      if (enter && s.mode == "sass" && s.sass_range == "function" && cb->symbolName && !s.finishing)
-        sass_range_for(s, cb, id);
+      if (enter && s.mode == "sass" && cb->symbolName && !s.finishing) sass_on_launch(s, cb, id);
+      if (enter && s.mode == "pc" && s.pc_enable == "async") wait_for_enable(s, cb->context);
       std::lock_guard<std::mutex> lock(s.mu);
       if (!s.done) on_launch(s, cb, id), adopt_pending(s);
       return;
     }
     // A synchronisation's exit: drain here only in pc mode's `sync` drain, only if nobody else is
-    // inside CUPTI; never wait. SASS metrics are flushed only at module unload, context end and
-    // exit: on the H100 a flush in the middle of the run ended the collection (every kernel first
-    // launched after the first cuptiSassMetricsGetDataProperties had no records).
+    // inside CUPTI; never wait. SASS metrics are flushed only where the strategy switches ranges,
+    // at module unload, context end and exit: on the H100 a flush in the middle of the run ended
+    // the collection (every kernel first launched after the first cuptiSassMetricsGetDataProperties
+    // had no records).
     if (enter || s.finishing || s.mode == "sass" || s.drain_mode != "sync") return;
     if (tr::now_ns() - s.last_drain < s.drain_ns) return;
     std::unique_lock<std::timed_mutex> cupti(s.cupti, std::try_to_lock);
@@ -897,9 +1162,10 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
       CUdevice dev = 0;
       if (cuCtxGetDevice(&dev) == CUDA_SUCCESS) c->device = int(dev);
     }
+    if (s.mode == "pc" && s.pc_enable == "async") return enable_pc_async(s, r->context, *c);
     std::unique_lock<std::timed_mutex> cupti(s.cupti, std::defer_lock);
     if (!cupti.try_lock_for(limit)) return note_error_locked(s, "context created while the library's CUPTI call is stuck: not sampled");
-    s.mode == "sass" ? enable_sass(s, r->context, *c) : enable_pc(s, r->context, *c);
+    s.mode == "sass" ? sass_on_context(s, r->context, *c) : enable_pc(s, r->context, *c);
   } else if (id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
     Context* c = nullptr;
     {
@@ -922,16 +1188,17 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
       auto it = s.contexts.find(r->context);
       if (it == s.contexts.end() || s.done || !it->second.enabled) return;
     }
-    flush_sass(s, r->context);
+    flush_sass(s, r->context, "module unload");
   } else if (id == CUPTI_CBID_RESOURCE_MODULE_LOADED) {
     std::lock_guard<std::mutex> lock(s.mu);
+    ++s.modules_loaded;
     if (s.done) return;
     adopt_pending(s);
     on_module(s, r);
     // Records CUPTI flushed into the configuration buffer at an earlier unload (CUPTI writes
     // that buffer only inside the program's own unload and disable calls, never concurrently).
     auto it = s.contexts.find(r->context);
-    if (it != s.contexts.end() && it->second.config && it->second.config->data.totalNumPcs)
+    if (it != s.contexts.end() && it->second.enabled && it->second.config && it->second.config->data.totalNumPcs)
       consume(s, r->context, it->second, it->second.config->data), std::fflush(s.out);
   }
   // Module unload: CUPTI flushes the module's records into the configuration buffer itself
@@ -1051,6 +1318,26 @@ void write_end(State& s) {  // s.mu held
     tr::JsonLine("launch").str("function", sh.name).str("name", demangle(sh.name.c_str())).nums("grid", sh.grid)
         .nums("block", sh.block).unum("launches", sh.launches).raw("warps_per_scheduler", std::to_string(sh.warps_per_scheduler))
         .write(s.out);
+  std::string sass_line;
+  if (s.mode == "sass") {  // which launched functions got counts, at a glance
+    std::set<std::string> launched;
+    for (const auto& [key, sh] : s.shapes) launched.insert(sh.name);
+    std::string counted = "[", missing = "[", names;
+    size_t n_missing = 0;
+    for (const auto& f : launched) {
+      std::string& to = s.sass_counted.count(f) ? counted : missing;
+      if (to.size() > 1) to += ',';
+      to += tr::JsonLine::quote(f);
+      if (!s.sass_counted.count(f) && n_missing++ < 6) names += (names.empty() ? "" : ", ") + demangle(f.c_str());
+    }
+    tr::JsonLine("sass_summary").str("strategy", s.sass_strategy).boolean("lazy_patching", s.sass_lazy)
+        .unum("launched", launched.size()).unum("counted", launched.size() - n_missing).raw("counted_functions", counted + "]")
+        .raw("missing_functions", missing + "]").unum("enables", s.sass_enables).unum("flushes", s.sass_flushes)
+        .unum("late_functions", s.sass_late.size()).write(s.out);
+    sass_line = "SASS metrics (" + s.sass_strategy + (s.sass_lazy ? ", lazy" : ", eager") + " patching): counts for " +
+                std::to_string(launched.size() - n_missing) + " of " + std::to_string(launched.size()) + " launched functions" +
+                (n_missing ? "; none for " + names + (n_missing > 6 ? ", ..." : "") : "");
+  }
   emit(s, std::move(tr::JsonLine("end").str("mode", s.mode).unum("pc_records", s.pc_records).unum("sass_records", s.sass_records)
       .unum("total_samples", s.samples).unum("dropped_samples", s.dropped).unum("non_user_samples", s.non_user)
       .boolean("hardware_buffer_full", s.hw_full).unum("overflow_drains", s.oom_drains)
@@ -1059,11 +1346,14 @@ void write_end(State& s) {  // s.mu held
       .unum("modules", s.cubins.size()).str("drain", s.drain_mode).unum("watchdog_events", s.watchdog_events)
       .boolean("disabled_by_watchdog", s.disabled_by_watchdog).boolean("forced_exit", s.forced_exit)
       .unum("sass_ranges", s.sass_ranges).unum("sass_deferred_ranges", s.sass_deferred).unum("sass_dropped_records", s.sass_dropped)
+      .str("sass_strategy", s.sass_strategy).unum("sass_enables", s.sass_enables).unum("sass_flushes", s.sass_flushes)
+      .str("pc_enable", s.pc_enable)
       .str("error", s.error).unum("end_ns", tr::now_ns())));
   std::fprintf(stderr, "archbench-pcsample: %s mode, %llu samples (%llu dropped, ~%llu lost to %llu overflowed drains), %zu modules%s%s; %s\n", s.mode.c_str(),
                static_cast<unsigned long long>(s.samples), static_cast<unsigned long long>(s.dropped),
                static_cast<unsigned long long>(lost), static_cast<unsigned long long>(s.oom_drains), s.cubins.size(),
                s.error.empty() ? "" : "; ", s.error.c_str(), s.out_path.c_str());
+  if (!sass_line.empty()) std::fprintf(stderr, "archbench-pcsample: %s\n", sass_line.c_str());
 }
 
 void finish() {
@@ -1111,12 +1401,23 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     return 0;
   }
   if (const char* p = std::getenv("ARCHBENCH_PCSAMPLE_PERIOD"); p && *p && std::strcmp(p, "auto")) s.period = uint32_t(std::strtoul(p, nullptr, 10));
-  s.sass_range = getenv_or("ARCHBENCH_PCSAMPLE_SASS_RANGE", "function");
-  if (s.sass_range != "function" && s.sass_range != "one") {
-    std::fprintf(stderr, "archbench-pcsample: unknown SASS range %s (function or one); unobserved\n", s.sass_range.c_str());
+  // The SASS strategy; the older ARCHBENCH_PCSAMPLE_SASS_RANGE (one, function) where none is given.
+  const std::string range = getenv_or("ARCHBENCH_PCSAMPLE_SASS_RANGE", "");
+  s.sass_strategy = getenv_or("ARCHBENCH_PCSAMPLE_SASS_STRATEGY", range == "one" ? "once" : range == "function" ? "function" : "deferred");
+  if (s.sass_strategy != "deferred" && s.sass_strategy != "deferred-module" && s.sass_strategy != "once" &&
+      s.sass_strategy != "function" && s.sass_strategy != "reconfig") {
+    std::fprintf(stderr, "archbench-pcsample: unknown SASS strategy %s (deferred, deferred-module, once, function or reconfig); "
+                 "unobserved\n", s.sass_strategy.c_str());
     return 0;
   }
-  s.sass_lazy = getenv_or("ARCHBENCH_PCSAMPLE_SASS_LAZY", "1") != "0";
+  // Eager patching for the deferred strategies (every function loaded by the first launch, patched
+  // at once), lazy for the others, unless asked.
+  s.sass_lazy = getenv_or("ARCHBENCH_PCSAMPLE_SASS_LAZY", s.sass_strategy.rfind("deferred", 0) == 0 ? "0" : "1") != "0";
+  s.pc_enable = getenv_or("ARCHBENCH_PCSAMPLE_PC_ENABLE", "sync");
+  if (s.pc_enable != "sync" && s.pc_enable != "async") {
+    std::fprintf(stderr, "archbench-pcsample: unknown PC sampling enable %s (sync or async); unobserved\n", s.pc_enable.c_str());
+    return 0;
+  }
   if (const char* p = std::getenv("ARCHBENCH_PCSAMPLE_HW_BUFFER_MB"); p && *p) s.hw_buffer_bytes = uint64_t(std::strtoull(p, nullptr, 10)) << 20;
   if (const char* p = std::getenv("ARCHBENCH_PCSAMPLE_WORKER_SLEEP_MS"); p && *p) s.worker_sleep_ms = std::strtoull(p, nullptr, 10);
   if (const char* d = std::getenv("ARCHBENCH_PCSAMPLE_DRAIN_MS"); d && *d) s.drain_ns = std::max<uint64_t>(uint64_t(std::atof(d) * 1e6), 1'000'000);
@@ -1130,7 +1431,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   emit(s, std::move(tr::JsonLine("process").num("pid", getpid()).str("command", tr::command_line()).unum("start_ns", tr::now_ns())
-      .str("date", date).str("mode", s.mode).str("drain", s.drain_mode).raw("watchdog_s", std::to_string(s.watchdog_s))));
+      .str("date", date).str("mode", s.mode).str("drain", s.drain_mode).raw("watchdog_s", std::to_string(s.watchdog_s))
+      .str("sass_strategy", s.sass_strategy).boolean("sass_lazy_patching", s.sass_lazy).str("pc_enable", s.pc_enable)));
   dbg("injection: %s mode, drain %s every %.0f ms, watchdog %.0f s, out %s", s.mode.c_str(), s.drain_mode.c_str(),
       double(s.drain_ns) * 1e-6, s.watchdog_s, s.out_path.c_str());
   if (cuptiSubscribe(&s.sub, callback, nullptr) != CUPTI_SUCCESS) {
