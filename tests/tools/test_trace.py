@@ -209,6 +209,27 @@ class TraceTest(unittest.TestCase):
         self.assertEqual(r.returncode, 127)  # as the shell (and env) report a missing program
         self.assertIn("program not found", r.stderr)
 
+    def test_run_reports_a_crash_and_what_the_trace_kept(self):
+        # A program that writes a raw trace as it goes, then dies of SIGSEGV (the tracer itself
+        # is a stand-in: --api cuda only names it in CUDA_INJECTION64_PATH, which sh ignores).
+        lib = os.path.join(self.tmp.name, "lib")
+        os.makedirs(lib)
+        open(os.path.join(lib, "libarchbench_trace_cuda.so"), "w").close()
+        recs = BASE + [kernel(1, "a", 1, 2), kernel(2, "a", 3, 4), {"type": "end", "end_ns": 5 * MS, "signal": 11}]
+        prog = os.path.join(self.tmp.name, "crasher")
+        with open(prog, "w") as f:
+            f.write("#!/bin/sh\ncat > \"$ARCHBENCH_TRACE_DIR/crasher-1.jsonl\" <<'EOF'\n" +
+                    "".join(json.dumps(r) + "\n" for r in recs) + "EOF\necho before the crash\nkill -SEGV $$\n")
+        os.chmod(prog, 0o755)
+        out = os.path.join(self.tmp.name, "out")
+        r = self.cli("run", "--api", "cuda", "--lib-dir", lib, "--out", out, "--", prog)
+        self.assertEqual(r.returncode, -11, r.stderr)  # died of the same signal, as the shell sees it
+        self.assertEqual(r.stdout, "before the crash\n")
+        self.assertIn("crashed (SIGSEGV, signal 11; the shell shows exit status 139)", r.stderr)
+        self.assertIn("the process ended by signal SIGSEGV", r.stderr)
+        self.assertIn("the trace keeps what was recorded until the program ended (records: device 1, kernel 2, queue 1)",
+                      r.stderr)
+
     def test_function_name(self):
         self.assertEqual(at.function_name("ns::f(int) const"), "ns::f")
         self.assertEqual(at.function_name("a::(anonymous namespace)::B::g(std::function<void (int)>)"),

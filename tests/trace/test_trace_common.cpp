@@ -60,6 +60,42 @@ TEST(TraceCommon, PathNamesTheCallerInnermostFirst) {
   EXPECT_EQ(t.at(a), f);
 }
 
+// A raw file written as it goes: each call path once, as a `path` record named by its id; a
+// write error (a full disk) stops the trace, says so and crashes nothing.
+TEST(TraceCommon, TraceFileWritesEachPathOnceAndStopsOnAFullDisk) {
+  char* buf = nullptr;
+  size_t n = 0;
+  tr::TraceFile t;
+  t.adopt(open_memstream(&buf, &n), "memory");
+  tr::Frames f = trace_test_marker();
+  uint64_t a = t.path_id(f);
+  EXPECT_EQ(t.path_id(f), a);
+  for (int i = 0; i < 300; ++i) {  // past the 256 records that flush
+    tr::JsonLine j("kernel");
+    t.put(j.num("id", i).unum("path_id", a));
+  }
+  EXPECT_EQ(t.written(), 300u);
+  t.flush();
+  ASSERT_TRUE(t.close());
+  std::string text(buf, n);
+  free(buf);
+  size_t paths = 0;
+  for (size_t at = 0; (at = text.find("\"type\":\"path\",\"id\":" + std::to_string(a) + ",", at)) != std::string::npos; ++at) ++paths;
+  EXPECT_EQ(paths, 1u);
+  EXPECT_NE(text.find("trace_test_marker"), std::string::npos);
+  EXPECT_NE(text.find("{\"type\":\"kernel\",\"id\":299,\"path_id\":" + std::to_string(a) + "}\n"), std::string::npos);
+
+  FILE* full = fopen("/dev/full", "w");
+  ASSERT_NE(full, nullptr);
+  tr::TraceFile d;
+  d.adopt(full, "/dev/full");
+  tr::JsonLine j("kernel");
+  d.put(j.num("id", 1));
+  d.flush();
+  EXPECT_FALSE(d.is_open());
+  d.put(j);  // after the error: nothing, no crash
+}
+
 // The sampler takes wall-clock samples of a thread that sleeps (a CPU-time timer alone would
 // not): waiting samples, naming the call it sleeps in.
 TEST(TraceCommon, SamplerSamplesASleepingThread) {

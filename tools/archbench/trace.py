@@ -596,7 +596,7 @@ def chrome_trace(procs):
             ev.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "ts": 0,
                        "args": {"name": "main thread" if tid == pid else f"thread {tid}"}})
         devices = {d["id"]: d for d in p["by_type"].get("device", [])}
-        for q in p["by_type"].get("queue", []):
+        for q in {q["id"]: q for q in p["by_type"].get("queue", [])}.values():  # a writer may restate one: the last
             dev_pid = 1000000000 + len(queue_track)  # a track group per queue, apart from host pids
             queue_track[q["id"]] = (dev_pid, 1)
             dname = devices.get(q.get("device"), {}).get("name", q.get("device", "?"))
@@ -873,9 +873,9 @@ def cmd_run(args):
         rc, t = timed(env)
         times.append(t)
     raw = sorted(f for f in glob.glob(pattern) if before.get(f) != os.path.getmtime(f))
-    how = f"was killed by {signal_name(-rc)}" if rc < 0 else f"exited {rc}"
+    how = f"was killed by {signal_name(-rc)} (signal {-rc})" if rc < 0 else f"exited {rc}"
     if rc < 0 and -rc in (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT):
-        how = f"crashed ({signal_name(-rc)})"
+        how = f"crashed ({signal_name(-rc)}, signal {-rc}; the shell shows exit status {128 - rc})"
     say(f"the program {how} after {times[-1]:.3f} s traced; raw: {', '.join(raw) or 'none'}")
     overhead = None
     if args.overhead:
@@ -891,7 +891,8 @@ def cmd_run(args):
         # Each process that makes an OpenCL call writes its file at that call, and so does CUDA's
         # at cuInit: no file means no call (the tracers said so on stderr if a file could not be opened).
         say("no trace: the program " + ("made no OpenCL/CUDA call" if rc >= 0 else
-                                          "made no OpenCL/CUDA call before it ended"))
+                                          "made no OpenCL/CUDA call before it ended") +
+            ", or the tracer could not attach (its message above says why)")
         return exit_like_shell(rc)
     if not args.no_report:
         procs = load(raw)
@@ -901,6 +902,9 @@ def cmd_run(args):
         if overhead:
             summary["overhead"] = overhead
         print_summary(summary, log)
+        if rc < 0:
+            kept = ", ".join(f"{t} {n}" for t, n in summary["record_counts"].items() if t not in ("process", "path", "end"))
+            say(f"the trace keeps what was recorded until the program ended (records: {kept or 'none'})")
         if len(procs) > 1 or any(p["process"].get("pid") != procs[0]["process"].get("pid") for p in procs):
             say(f"{len(procs)} processes traced; a process the program starts (fork, exec) is traced only if it "
                 "calls OpenCL or CUDA itself")

@@ -135,6 +135,11 @@ uint32_t PathTable::intern(const Frames& f) {
   return it->second;
 }
 
+Frames PathTable::at(uint32_t i) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return paths_[i];
+}
+
 JsonLine::JsonLine(std::string_view type) {
   s_ = "{\"type\":";
   s_ += quote(type);
@@ -204,8 +209,13 @@ JsonLine& JsonLine::raw(std::string_view k, std::string_view json) {
   return *this;
 }
 
+const std::string& JsonLine::text() {
+  if (s_.empty() || s_.back() != '\n') s_ += "}\n";
+  return s_;
+}
+
 void JsonLine::write(FILE* out) {
-  s_ += "}\n";
+  text();
   fwrite(s_.data(), 1, s_.size(), out);
 }
 
@@ -248,6 +258,92 @@ FILE* open_trace_file(std::string* path_out) {
   if (!f) fprintf(stderr, "archbench trace: cannot write %s: %s\n", path.c_str(), strerror(errno));
   if (path_out) *path_out = path;
   return f;
+}
+
+void TraceFile::adopt(FILE* out, std::string name, bool (*inner)(void*)) {
+  out_ = out;
+  name_ = std::move(name);
+  inner_ = inner;
+  last_flush_ = now_ns();
+}
+
+uint64_t TraceFile::path_id(const Frames& f) {
+  auto [it, added] = path_ids_.emplace(fnv1a(f.data(), f.size() * sizeof(void*)), path_ids_.size());
+  if (added && out_) JsonLine("path").unum("id", it->second).path("frames", f).write(out_);
+  return it->second;
+}
+
+void TraceFile::put(std::string_view line) {
+  if (!out_) return;
+  fwrite(line.data(), 1, line.size(), out_);
+  ++written_;
+  if (++unflushed_ >= 256 || now_ns() - last_flush_ >= 1000000000ull) flush();
+}
+
+void TraceFile::put(JsonLine& j) { put(j.text()); }
+
+void TraceFile::samples(bool final) {
+  const Sampler& sm = sampler();
+  for (size_t n = sm.count(); out_ && samples_done_ < n; ++samples_done_) {
+    const Sampler::Sample& x = sm.at(samples_done_);
+    if (__atomic_load_n(&x.t_ns, __ATOMIC_ACQUIRE) == 0) {
+      if (final) continue;
+      break;
+    }
+    JsonLine j("sample");
+    j.num("tid", x.tid).unum("t_ns", x.t_ns).unum("ns", x.ns);
+    if (x.wait == -1) {
+      Frames path;
+      for (int k = 0; k < x.n; ++k)
+        if (!inner_ || !inner_(x.pcs[k]) || k + 1 == x.n || !inner_(x.pcs[k + 1])) path.push_back(x.pcs[k]);
+      uint64_t id = path_id(path);
+      last_run_[x.tid] = id;
+      j.unum("path_id", id);
+    } else {
+      j.str("wait", syscall_name(x.wait));
+      auto it = last_run_.find(x.tid);
+      if (it != last_run_.end()) j.unum("path_id", it->second);
+    }
+    j.write(out_);
+  }
+}
+
+void TraceFile::flush() {
+  if (!out_) return;
+  samples(false);
+  unflushed_ = 0;
+  last_flush_ = now_ns();
+  if (fflush(out_) != 0 || ferror(out_)) {
+    fprintf(stderr, "archbench trace: writing %s failed (%s); the trace stops here, the program runs on\n",
+            name_.c_str(), strerror(errno));
+    fclose(out_);
+    out_ = nullptr;
+  }
+}
+
+void TraceFile::end_at_signal(int sig, uint64_t records_dropped) {
+  if (!out_) return;
+  char b[160];
+  snprintf(b, sizeof b, "{\"type\":\"end\",\"end_ns\":%llu,\"signal\":%d,\"records_dropped\":%llu}\n",
+           static_cast<unsigned long long>(now_ns()), sig, static_cast<unsigned long long>(records_dropped));
+  fputs(b, out_);
+  fflush(out_);
+}
+
+bool TraceFile::close() {
+  if (!out_) return false;
+  bool ok = fclose(out_) == 0;
+  if (!ok) fprintf(stderr, "archbench trace: writing %s failed (%s): the trace is incomplete\n", name_.c_str(), strerror(errno));
+  out_ = nullptr;
+  return ok;
+}
+
+void TraceFile::forget() {
+  if (out_) fclose(out_);
+  out_ = nullptr;
+  written_ = unflushed_ = samples_done_ = 0;
+  path_ids_.clear();
+  last_run_.clear();
 }
 
 Sampler& sampler() {
@@ -476,29 +572,30 @@ std::string Sampler::method() const {
   return m;
 }
 
-void Sampler::write(FILE* out) const {
-  std::unordered_map<int, size_t> last_run;  // tid -> its latest running sample
-  for (size_t i = 0, n = count(); i < n; ++i) {
-    const Sample& x = ring_[i];
-    if (x.t_ns == 0) continue;  // a slot taken by a signal that had not finished at stop
-    JsonLine j("sample");
-    j.num("tid", x.tid).unum("t_ns", x.t_ns).unum("ns", x.ns);
-    if (x.wait == -1) {
-      last_run[x.tid] = i;
-      j.path("path", Frames(x.pcs, x.pcs + x.n));
-    } else {
-      j.str("wait", syscall_name(x.wait));
-      auto it = last_run.find(x.tid);
-      const Sample* r = it == last_run.end() ? nullptr : &ring_[it->second];
-      j.path("path", r ? Frames(r->pcs, r->pcs + r->n) : Frames());
-    }
-    j.write(out);
-  }
-}
-
 size_t Sampler::count() const {
   size_t n = next_.load();
   return n < capacity_ ? n : capacity_;
+}
+
+namespace {
+std::mutex* g_fork_mu = nullptr;
+TraceFile* g_fork_out = nullptr;
+void (*g_fork_child)() = nullptr;
+}  // namespace
+
+void guard_fork(std::mutex& mu, TraceFile& out, void (*child)()) {
+  g_fork_mu = &mu;
+  g_fork_out = &out;
+  g_fork_child = child;
+  pthread_atfork([] {
+    g_fork_mu->lock();
+    g_fork_out->push();
+  }, [] { g_fork_mu->unlock(); }, [] {
+    new (g_fork_mu) std::mutex;
+    g_fork_out->forget();  // the child's copy of the descriptor; the parent's file stays open
+    sampler().reset_after_fork();
+    g_fork_child();
+  });
 }
 
 std::string syscall_name(int nr) {

@@ -51,11 +51,11 @@ class PathTable {
  public:
   /// Index of `f` (added if new; two stacks are one when their 64-bit hashes are). Thread-safe.
   uint32_t intern(const Frames& f);
-  /// Frames of index `i` (call once interning has stopped, at exit).
-  const Frames& at(uint32_t i) const { return paths_[i]; }
+  /// Frames of index `i` (a copy: other threads may be interning). Thread-safe.
+  Frames at(uint32_t i) const;
 
  private:
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::vector<Frames> paths_;
   std::unordered_map<uint64_t, uint32_t> index_;  // hash of frames -> index
 };
@@ -77,6 +77,8 @@ class JsonLine {
   JsonLine& raw(std::string_view key, std::string_view json);
   /// Closes the object and writes it, with its newline, to `out`.
   void write(FILE* out);
+  /// Closes the object and returns it, with its newline (nothing can be added after).
+  const std::string& text();
 
   /// `s` as a JSON string literal, quotes included.
   static std::string quote(std::string_view s);
@@ -89,6 +91,56 @@ class JsonLine {
 /// `$ARCHBENCH_TRACE_DIR/<prog>-<pid>.jsonl` (default: the current directory), opened for
 /// writing; null with the reason on stderr if it cannot be opened.
 FILE* open_trace_file(std::string* path_out);
+
+/// A raw trace file written as records complete (FORMAT.md), so that a program that crashes, is
+/// killed or execs another keeps what was recorded: each distinct call path is written once, as a
+/// `path` record, and then named by its id (full paths in every record were most of a tracer's
+/// cost); the sampler's samples follow as they are taken; the file is flushed every 256 records
+/// and every second. Not thread-safe: the tracer's lock serialises every call.
+class TraceFile {
+ public:
+  /// Takes `out` (from open_trace_file or fopen; null: nothing is written), named `name` in
+  /// messages. A running sample's path keeps, of the frames for which `inner(pc)` is true (the
+  /// tracer's own), only the outermost of each run: the API entry point, not its helpers.
+  void adopt(FILE* out, std::string name, bool (*inner)(void*) = nullptr);
+  bool is_open() const { return out_ != nullptr; }
+  const std::string& name() const { return name_; }
+  /// Records written so far.
+  size_t written() const { return written_; }
+  /// The id of `f` in the file's path table (its `path` record is written the first time).
+  uint64_t path_id(const Frames& f);
+  /// Writes one record: `line` is a whole JSON object and its newline. Flushes when due.
+  void put(std::string_view line);
+  void put(JsonLine& j);
+  /// The sampler's samples taken since the last call, as `sample` records: all of them when
+  /// `final`, else up to the first slot whose signal is still being handled. A waiting sample
+  /// takes the path of its thread's latest running sample.
+  void samples(bool final);
+  /// Writes the samples so far and flushes. A write error (a full disk) is said on stderr and
+  /// closes the file: the trace stops there, the program runs on.
+  void flush();
+  /// From a fatal signal's handler: an `end` record naming `sig`, and what is buffered, to the file
+  /// (no allocation; the caller makes sure no other thread is writing).
+  void end_at_signal(int sig, uint64_t records_dropped);
+  /// What is buffered, to the file (before a fork, so that the child does not write it again).
+  void push() {
+    if (out_) fflush(out_);
+  }
+  /// Closes (write the last samples and the `end` record first); false on a write error (said on stderr).
+  bool close();
+  /// In a forked child: forgets the file (the child's copy of its descriptor is closed; flush
+  /// before the fork, or what was buffered is written twice) and everything written.
+  void forget();
+
+ private:
+  FILE* out_ = nullptr;
+  std::string name_;
+  bool (*inner_)(void*) = nullptr;
+  size_t written_ = 0, unflushed_ = 0, samples_done_ = 0;
+  uint64_t last_flush_ = 0;
+  std::unordered_map<uint64_t, uint64_t> path_ids_;  // hash of frames -> id in the path table
+  std::unordered_map<int, uint64_t> last_run_;       // tid -> path id of its latest running sample
+};
 
 /// This process's command line, arguments joined by spaces.
 std::string command_line();
@@ -132,8 +184,6 @@ class Sampler {
   void stop();
   /// Stops the running (signal) samples for good, with the reason (the program handles SIGPROF).
   void step_aside(const char* why);
-  /// Writes every sample as a `sample` record.
-  void write(FILE* out) const;
   /// Samples recorded (at most the ring's capacity) and how many did not fit.
   size_t count() const;
   uint64_t dropped() const { return dropped_.load(); }
@@ -167,6 +217,12 @@ class Sampler {
   void (*tick_)() = nullptr;
   std::string aside_;                  // why the running samples stopped, if they did
 };
+
+/// Around fork (pthread_atfork), for a tracer's lock and file: the lock is held across the fork,
+/// so that no record is half written, and the buffered records are pushed to the file first, so
+/// that the child does not write them again. The child gets a new lock, no file (forget), no
+/// samples (Sampler::reset_after_fork), then `child` resets the tracer's own state.
+void guard_fork(std::mutex& mu, TraceFile& out, void (*child)());
 
 /// The name of system call `nr` on this architecture ("syscall 12" for one not in the table).
 std::string syscall_name(int nr);

@@ -152,14 +152,7 @@ struct State {
   std::atomic<bool> active{false};  // some OpenCL call happened: the file is open
   bool exit_registered = false;
   uint64_t start_ns = now_ns();
-  FILE* out = nullptr;      // the raw file, written as records complete
-  std::string file;
-  size_t written = 0;       // records written
-  size_t unflushed = 0;     // records written since the last flush
-  uint64_t last_flush = 0;
-  size_t samples_done = 0;  // samples of the sampler's ring written
-  std::unordered_map<uint64_t, uint64_t> path_ids;  // hash of frames -> id in the path table
-  std::unordered_map<int, uint64_t> last_run;       // tid -> path id of its latest running sample
+  TraceFile out;            // the raw file, written as records complete
   std::vector<Pending> pending;
   size_t max_recs = 1000000;
   uint64_t dropped = 0;
@@ -183,7 +176,7 @@ void emit(Rec&& r);
 
 void add_rec(Rec&& r) {
   State& s = st();
-  if (!s.out || s.written >= s.max_recs) { ++s.dropped; return; }
+  if (!s.out.is_open() || s.out.written() >= s.max_recs) { ++s.dropped; return; }
   emit(std::move(r));
 }
 
@@ -193,16 +186,6 @@ void add_plain(const std::string& body, const Frames* path) {
   r.tid = this_tid();
   if (path) r.path = *path;
   add_rec(std::move(r));
-}
-
-// The id of a call path in the file's path table; a path seen for the first time is written
-// as a `path` record first. A traced benchmark issues the same few paths tens of thousands of
-// times: written out in full each time they were most of the tracer's cost (about 1.5 KB each).
-uint64_t path_id(const Frames& f, FILE* out) {
-  auto& ids = st().path_ids;
-  auto [it, added] = ids.emplace(fnv1a(f.data(), f.size() * sizeof(void*)), ids.size());
-  if (added) JsonLine("path").unum("id", it->second).path("frames", f).write(out);
-  return it->second;
 }
 
 // ---- device clock ----
@@ -290,7 +273,8 @@ void mark_used(cl_context ctx, const cl_device_id* devs, cl_uint n) {
     auto it = s.devices.find(d);
     if (it == s.devices.end() || it->second.used) continue;
     it->second.used = true;  // a device record again, now used (the reader keeps the last)
-    if (s.out) JsonLine("device").str("id", it->second.id).str("name", it->second.name).boolean("used", true).write(s.out);
+    JsonLine j("device");
+    s.out.put(j.str("id", it->second.id).str("name", it->second.name).boolean("used", true));
   }
 }
 
@@ -474,72 +458,32 @@ std::atomic<bool> g_sampling{false};  // the sampler was started (or tried) in t
 void open_output() {
   State& s = st();
   const char* cuda = getenv("CUDA_INJECTION64_PATH");
+  std::string file;
+  FILE* f = nullptr;
   if (!cuda || !*cuda) {
-    s.out = open_trace_file(&s.file);
+    f = open_trace_file(&file);
   } else {
     const char* dir = getenv("ARCHBENCH_TRACE_DIR");
-    s.file = std::string(dir && *dir ? dir : ".") + "/" + program_invocation_short_name + "-" +
-             std::to_string(getpid()) + "-opencl.jsonl";
-    s.out = fopen(s.file.c_str(), "w");
-    if (!s.out) fprintf(stderr, "archbench trace: cannot write %s: %s\n", s.file.c_str(), strerror(errno));
+    file = std::string(dir && *dir ? dir : ".") + "/" + program_invocation_short_name + "-" +
+           std::to_string(getpid()) + "-opencl.jsonl";
+    f = fopen(file.c_str(), "w");
+    if (!f) fprintf(stderr, "archbench trace: cannot write %s: %s\n", file.c_str(), strerror(errno));
   }
-  if (!s.out) {
+  // A sample taken inside a traced call keeps, of this library's frames, only the outermost one
+  // of each run: the interposed entry point (clBuildProgram, say), not its helpers.
+  s.out.adopt(f, file, in_self);
+  if (!f) {
     fprintf(stderr, "archbench trace: the program runs on, untraced\n");
     return;
   }
-  s.last_flush = now_ns();
-  JsonLine("process").str("api", "opencl").num("pid", getpid()).str("command", command_line())
+  JsonLine p("process");
+  s.out.put(p.str("api", "opencl").num("pid", getpid()).str("command", command_line())
       .unum("start_ns", s.start_ns).num("sample_rate_hz", g_interval_us ? int64_t(1000000 / g_interval_us) : 0)
-      .str("sample_clock", "cpu+wall").str("sampler", g_interval_us ? sampler().method() : "off").write(s.out);
+      .str("sample_clock", "cpu+wall").str("sampler", g_interval_us ? sampler().method() : "off"));
   for (cl_device_id id : s.device_order) {
     Device& d = s.devices[id];
-    JsonLine("device").str("id", d.id).str("name", d.name).boolean("used", d.used).write(s.out);
-  }
-}
-
-// Samples taken since the last call, as records (all of them when `final`; else up to the first
-// slot whose signal is still being handled). A waiting sample takes the path of its thread's
-// latest running sample. Caller holds the mutex.
-void write_samples(bool final) {
-  State& s = st();
-  for (size_t n = sampler().count(); s.samples_done < n; ++s.samples_done) {
-    const Sampler::Sample& x = sampler().at(s.samples_done);
-    if (__atomic_load_n(&x.t_ns, __ATOMIC_ACQUIRE) == 0) {
-      if (final) continue;
-      break;
-    }
-    JsonLine j("sample");
-    j.num("tid", x.tid).unum("t_ns", x.t_ns).unum("ns", x.ns);
-    if (x.wait == -1) {
-      // A sample taken inside a traced call keeps, of this library's frames, only the outermost
-      // one of each run: the interposed entry point (clBuildProgram, say), not its helpers.
-      Frames path;
-      for (int k = 0; k < x.n; ++k)
-        if (!in_self(x.pcs[k]) || k + 1 == x.n || !in_self(x.pcs[k + 1])) path.push_back(x.pcs[k]);
-      uint64_t id = path_id(path, s.out);
-      s.last_run[x.tid] = id;
-      j.unum("path_id", id);
-    } else {
-      j.str("wait", syscall_name(x.wait));
-      auto it = s.last_run.find(x.tid);
-      if (it != s.last_run.end()) j.unum("path_id", it->second);
-    }
-    j.write(s.out);
-  }
-}
-
-// Flushes the file (the records and samples so far reach the disk). Caller holds the mutex.
-void flush_out() {
-  State& s = st();
-  if (!s.out) return;
-  write_samples(false);
-  s.unflushed = 0;
-  s.last_flush = now_ns();
-  if (fflush(s.out) != 0 || ferror(s.out)) {
-    fprintf(stderr, "archbench trace: writing %s failed (%s); the trace stops here, the program runs on\n",
-            s.file.c_str(), strerror(errno));
-    fclose(s.out);
-    s.out = nullptr;
+    JsonLine j("device");
+    s.out.put(j.str("id", d.id).str("name", d.name).boolean("used", d.used));
   }
 }
 
@@ -559,18 +503,16 @@ void emit(Rec&& r) {
     line += "]";
   }
   line += ",\"tid\":" + std::to_string(r.tid);
-  if (!r.path.empty()) line += ",\"path_id\":" + std::to_string(path_id(r.path, s.out));
+  if (!r.path.empty()) line += ",\"path_id\":" + std::to_string(s.out.path_id(r.path));
   line += "}\n";
-  fwrite(line.data(), 1, line.size(), s.out);
-  ++s.written;
-  if (++s.unflushed >= 256 || now_ns() - s.last_flush >= 1000000000ull) flush_out();
+  s.out.put(line);
 }
 
 // From the sampler thread about once a second: a program busy elsewhere keeps its trace current.
 void tick() {
   State& s = st();
   std::unique_lock<std::mutex> lock(s.mu, std::try_to_lock);  // never wait: write_output joins this thread
-  if (lock.owns_lock() && s.active) flush_out();
+  if (lock.owns_lock() && s.active) s.out.flush();
 }
 
 // A fatal signal: what was written reaches the file, with an end record naming the signal.
@@ -578,13 +520,7 @@ void tick() {
 void crash_flush(int sig) {
   State& s = st();
   if (!s.mu.try_lock()) return;
-  if (s.active && s.out) {
-    char b[160];
-    snprintf(b, sizeof b, "{\"type\":\"end\",\"end_ns\":%llu,\"signal\":%d,\"records_dropped\":%llu}\n",
-             static_cast<unsigned long long>(now_ns()), sig, static_cast<unsigned long long>(s.dropped));
-    fputs(b, s.out);
-    fflush(s.out);
-  }
+  if (s.active) s.out.end_at_signal(sig, s.dropped);
   s.mu.unlock();
 }
 
@@ -595,36 +531,23 @@ void write_output() {
   s.active = false;
   sampler().stop();
   sweep_at_exit();
-  if (!s.out) return;
-  write_samples(true);
-  JsonLine("end").unum("end_ns", now_ns()).unum("samples_dropped", sampler().dropped())
-      .unum("records_dropped", s.dropped).str("sampler", g_interval_us ? sampler().method() : "off").write(s.out);
-  if (fclose(s.out) != 0)
-    fprintf(stderr, "archbench trace: writing %s failed (%s): the trace is incomplete\n", s.file.c_str(), strerror(errno));
-  s.out = nullptr;
+  if (!s.out.is_open()) return;
+  s.out.samples(true);
+  JsonLine end("end");
+  s.out.put(end.unum("end_ns", now_ns()).unum("samples_dropped", sampler().dropped())
+      .unum("records_dropped", s.dropped).str("sampler", g_interval_us ? sampler().method() : "off"));
+  s.out.close();
 }
 
 // Around fork: nothing buffered is copied into the child (it would be written twice), and the
 // child starts with no records, no samples and no file: a child that never calls OpenCL writes
 // nothing; one that does gets its own file (POSIX timers and the sampler thread are not inherited).
-void before_fork() {
-  st().mu.lock();
-  if (st().out) fflush(st().out);
-}
-void after_fork_parent() { st().mu.unlock(); }
 void after_fork_child() {
   State& s = st();
-  new (&s.mu) std::mutex;
-  if (s.out) fclose(s.out);  // the child's copy of the descriptor; the parent's file stays open
-  s.out = nullptr;
   s.active = false;
   s.pending.clear();
-  s.written = s.unflushed = s.samples_done = 0;
-  s.path_ids.clear();
-  s.last_run.clear();
   s.dropped = 0;
   s.start_ns = now_ns();
-  sampler().reset_after_fork();
   g_sampling = false;
 }
 
@@ -643,7 +566,7 @@ __attribute__((constructor)) void init() {
   st();
   if (const char* m = getenv("ARCHBENCH_TRACE_MAX_RECORDS")) st().max_recs = strtoull(m, nullptr, 10);
   if (const char* us = getenv("ARCHBENCH_TRACE_SAMPLE_US")) g_interval_us = strtoull(us, nullptr, 10);
-  pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+  guard_fork(st().mu, st().out, after_fork_child);
   // Sample from the start only a program linked with OpenCL, before the runtime starts its own
   // threads: a preloaded shell or helper process that never calls OpenCL gets no timer signals.
   // A program that loads OpenCL later is sampled from its first call (enter()).
@@ -686,8 +609,10 @@ static cl_command_queue note_queue(cl_command_queue q, cl_device_id dev, cl_comm
   Device& d = known_device(dev);
   if (!d.timer) {
     calibrate(dev, d);
-    if (d.timer && s.out)  // the device clock's measured offset, before any record that needs it
-      JsonLine("clock").str("device", d.id).num("offset_ns", int64_t(d.offset)).str("method", "device+host timer").write(s.out);
+    if (d.timer) {  // the device clock's measured offset, before any record that needs it
+      JsonLine j("clock");
+      s.out.put(j.str("device", d.id).num("offset_ns", int64_t(d.offset)).str("method", "device+host timer"));
+    }
   }
   add_plain("{\"type\":\"queue\",\"id\":" + quote(qu.id) + ",\"device\":" + quote(d.id) +
                 ",\"in_order\":" + (qu.in_order ? "true" : "false") + ",\"profiling_added\":" +
