@@ -11,8 +11,6 @@
 //                                             default stream (serialised though independent)
 //
 // Exit 0 on success, 77 when there is no CUDA device, 1 on error.
-#include <cuda.h>
-#include <cuda_runtime.h>
 #include <time.h>
 
 #include <cerrno>
@@ -22,26 +20,16 @@
 #include <string>
 #include <vector>
 
+#include "cuda_program.hpp"
+
 namespace {
+
+using cuda_program::check;
+using cuda_program::entry;
 
 constexpr int kN = 1 << 20;  // floats per buffer (4 MiB)
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    fprintf(stderr, "cuda_planted: %s failed: %s\n", what, cudaGetErrorString(e));
-    exit(1);
-  }
-}
-
-void check(CUresult e, const char* what) {
-  if (e != CUDA_SUCCESS) {
-    fprintf(stderr, "cuda_planted: %s failed: CUresult %d\n", what, int(e));
-    exit(1);
-  }
-}
-
-// The driver API calls used, taken from the runtime (cudaGetDriverEntryPointByVersion) so that
-// the program does not link libcuda: where there is no driver it starts and says so (exit 77).
+// The driver API calls used (cuda_program::entry: the program does not link libcuda).
 struct Driver {
   decltype(&cuModuleLoadData) moduleLoadData;
   decltype(&cuModuleGetFunction) moduleGetFunction;
@@ -49,18 +37,6 @@ struct Driver {
   decltype(&cuLaunchKernel) launchKernel;
 };
 Driver drv;
-
-template <class F>
-void entry(const char* name, F*& fn) {
-  cudaDriverEntryPointQueryResult q;
-  void* p = nullptr;
-  check(cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q), name);
-  if (q != cudaDriverEntryPointSuccess || !p) {
-    fprintf(stderr, "cuda_planted: the driver has no %s\n", name);
-    exit(1);
-  }
-  fn = reinterpret_cast<F*>(p);
-}
 
 double now_ms() {
   timespec t;
@@ -215,13 +191,7 @@ __attribute__((noinline)) int planted_in_order() {
 
 int main(int argc, char** argv) {
   std::string what = argc > 1 ? argv[1] : "all";
-  int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess || n == 0) {
-    printf("SKIP: no CUDA device (%s)\n", e != cudaSuccess ? cudaGetErrorString(e) : "none");
-    return 77;
-  }
-  check(cudaFree(nullptr), "cudaFree(0) (context creation)");
+  cuda_program::require_device();
   entry("cuModuleLoadData", drv.moduleLoadData);
   entry("cuModuleGetFunction", drv.moduleGetFunction);
   entry("cuModuleUnload", drv.moduleUnload);
