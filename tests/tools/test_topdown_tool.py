@@ -76,6 +76,26 @@ class TopDownTool(unittest.TestCase):
         self.assertEqual(j["context"]["unreplayable"][0]["kernel"], "c")
         self.assertIn("not replayable, ran natively: c", p.stdout)
 
+    def test_over_budget_kernels_are_named_and_the_cost_shown(self):
+        # Kernel b's only launch ran natively over the overhead budget: it has time, no fractions,
+        # and the coverage line says so.
+        proc = {"type": "process", "pid": 1, "command": "x", "start_ns": 0, "date": "d"}
+        recs = [proc, kernel(0, "a", 0, 300, 0.5, 0.1, 0.1, 0.3),
+                {"type": "shape", "name": "a", "mangled": "a", "grid": [1, 1, 1], "block": [32, 1, 1], "launches": 1,
+                 "profiled": 1, "unreplayable": 0, "over_budget": 0, "unprofiled_records": 0, "unprofiled_ns": 0},
+                {"type": "shape", "name": "b", "mangled": "b", "grid": [1, 1, 1], "block": [32, 1, 1], "launches": 1,
+                 "profiled": 0, "unreplayable": 0, "over_budget": 1, "unprofiled_records": 1, "unprofiled_ns": 100},
+                {"type": "end", "profiled": 1, "unprofiled": 1, "unreplayable": 0, "passes": 7, "sample": 2,
+                 "budget": 1, "over_budget": 1, "setup_s": 0.42, "replay_s": 0.03, "decode_s": 0.001,
+                 "unprofiled_time": "CUPTI kernel activity records"}]
+        p, j = self.run_tool(recs)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("profiled kernels: 1 of 2, 75.0% of the GPU time", p.stdout)
+        self.assertIn("1 launches ran natively over the overhead budget (--budget 1", p.stdout)
+        self.assertIn("profiling's time: setup 0.42 s, replay 0.03 s", p.stdout)
+        self.assertEqual(j["context"]["over_budget"], 1)
+        self.assertAlmostEqual(j["total"]["retire"], 0.5)
+
     def test_malformed_file_is_an_error_with_its_line(self):
         p, _ = self.run_tool([{"type": "process", "pid": 1}, {"type": "kernel", "name": "a"}])
         self.assertEqual(p.returncode, 2)

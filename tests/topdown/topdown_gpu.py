@@ -33,7 +33,7 @@ def run_topdown(tool, lib, prog, out):
     raw = os.path.join(out, "td_kernels-topdown.raw.jsonl")
     # --sample 0: every launch profiled. By default only the first 2 launches of each kernel and
     # shape are, and the 6 divergent launches share one shape (the paths are an argument).
-    cmd = [sys.executable, tool, "--level", "3", "--by-invocation", "--sample", "0", "--json", j,
+    cmd = [sys.executable, tool, "--level", "3", "--by-invocation", "--budget", "0", "--sample", "0", "--json", j,
            "--raw", raw, "--csv", os.path.join(out, "td_kernels-topdown.csv")]
     if lib:
         cmd += ["--lib", lib]

@@ -46,7 +46,8 @@ def kernel_rows(recs):
                      "seconds": ns * 1e-9, "share": ns / total_ns if total_ns else 0.0})
         whole["launches"] += n
         whole["profiled"] += len(by_name.get(name, []))
-        whole["seconds"] += ns * 1e-9
+        if counters:  # the total's rates over the kernels measured (the others have no counters)
+            whole["seconds"] += ns * 1e-9
         for key, v in counters.items():
             whole["counters"][key] = whole["counters"].get(key, 0.0) + v
     whole["share"] = 1.0
@@ -145,6 +146,8 @@ def run(argv):
           "attained / roof at its intensities (100% is on the roof)")
     for u in recs["unreplayable"]:
         print(f"not replayable, ran natively: {topdown.short(u['name'])}: {u['reason']}")
+    context.update(topdown.end_summary(recs, a))
+    print(topdown.coverage([{"gpu_time_s": r["seconds"], "profiled": r["profiled"]} for r in rows], context))
     if context.get("traffic_missing"):
         print(f"not measured on this chip: {context['traffic_missing']}")
     if "overhead" in context:

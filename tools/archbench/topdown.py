@@ -206,6 +206,34 @@ def analyse(recs, level):
     return cols, kernels, total, invocations, failed
 
 
+def end_summary(recs, a):
+    """The injection's end record as context entries (none if the program did not end normally)."""
+    for e in recs["end"][:1]:
+        return {"launches_profiled": e["profiled"], "launches_unprofiled": e["unprofiled"],
+                "launches_unreplayable": e.get("unreplayable", 0),
+                "unprofiled_time": e.get("unprofiled_time", ""), "sample": e.get("sample", a.sample),
+                "budget": e.get("budget", 0), "over_budget": e.get("over_budget", 0),
+                "cost_s": {k: e[k + "_s"] for k in ("setup", "replay", "decode") if k + "_s" in e}}
+    return {}
+
+
+def coverage(kernels, context):
+    """What share of the GPU time the profiled kernels hold, the kernels left unprofiled by the
+    overhead budget, and where profiling's time went."""
+    total = sum(k["gpu_time_s"] for k in kernels)
+    missing = [k for k in kernels if not k["profiled"]]
+    lines = [f"profiled kernels: {len(kernels) - len(missing)} of {len(kernels)}, "
+             f"{100 * (1 - sum(k['gpu_time_s'] for k in missing) / total) if total else 0:.1f}% of the GPU time"]
+    if context.get("over_budget"):
+        lines.append(f"{context['over_budget']} launches ran natively over the overhead budget (--budget "
+                     f"{context['budget']:g}: replays at most {context['budget']:g}x the program's own time); "
+                     f"{len(missing)} kernels have no profiled launch; --budget 0 profiles them all")
+    cost = context.get("cost_s")
+    if cost:
+        lines.append("profiling's time: " + ", ".join(f"{k} {v:.2f} s" for k, v in cost.items()))
+    return "\n".join(lines)
+
+
 def short(name, width=48):
     return name if len(name) <= width else name[:width - 3] + "..."
 
@@ -241,6 +269,11 @@ def injection_options(ap):
     ap.add_argument("--max-launches", type=int, default=8,
                     help="profile at most N launches of each kernel over all its shapes; later ones run natively "
                          "and count by their GPU time (default 8; 0: no limit)")
+    ap.add_argument("--budget", type=float, default=1.0, metavar="X",
+                    help="replays may take at most X seconds for each second the program has run so far; a "
+                         "launch over it runs natively and counts by its GPU time, and a later launch of its "
+                         "shape is profiled when the budget allows (default 1: about 2x the native time plus "
+                         "CUPTI's set-up; 0: no limit, every launch the sampling picks is profiled)")
     ap.add_argument("--raw", help="keep the injection's raw records here (default: a temporary file)")
     ap.add_argument("--no-native", action="store_true", help="skip the native run (no overhead figure)")
     ap.add_argument("--lib", help="path of libarchbench_topdown.so")
@@ -256,6 +289,8 @@ def parse_injection(ap, argv):
         ap.error("give either -- PROGRAM [ARGS...] or --report RAW.jsonl")
     if a.sample < 0 or a.max_launches < 0:
         ap.error("--sample and --max-launches take a count >= 0")
+    if a.budget < 0:
+        ap.error("--budget takes a ratio >= 0 (0: no limit)")
     return a, cmd
 
 
@@ -276,7 +311,8 @@ def profile(a, cmd, context, tool, metric_set=""):
     env = cupti_env(dict(os.environ))
     env.update({"CUDA_INJECTION64_PATH": lib, "ARCHBENCH_TOPDOWN_OUT": raw,
                 "ARCHBENCH_TOPDOWN_KERNEL": a.kernel or "", "ARCHBENCH_TOPDOWN_MAX": str(a.max_launches),
-                "ARCHBENCH_TOPDOWN_SAMPLE": str(a.sample), "ARCHBENCH_TOPDOWN_METRICS": metric_set})
+                "ARCHBENCH_TOPDOWN_SAMPLE": str(a.sample), "ARCHBENCH_TOPDOWN_METRICS": metric_set,
+                "ARCHBENCH_TOPDOWN_BUDGET": str(a.budget)})
     rc, profiled_s = timed(cmd, env)
     context["profiled_s"] = profiled_s
     if "native_s" in context and context["native_s"] > 0:
@@ -307,10 +343,7 @@ def run(argv):
             context["driver_version"] = driver_version(p["pci_bus_id"])
     for e in recs["error"]:
         print(f"archbench_topdown: not profiled: {e.get('reason')}", file=sys.stderr)
-    for e in recs["end"][:1]:
-        context.update({"launches_profiled": e["profiled"], "launches_unprofiled": e["unprofiled"],
-                        "launches_unreplayable": e.get("unreplayable", 0),
-                        "unprofiled_time": e.get("unprofiled_time", ""), "sample": e.get("sample", a.sample)})
+    context.update(end_summary(recs, a))
     context["unreplayable"] = [{"kernel": u["name"], "reason": u["reason"]} for u in recs["unreplayable"]]
     cols, kernels, total, invocations, failed = analyse(recs, a.level)
 
@@ -324,6 +357,7 @@ def run(argv):
               f"natively; their time from {context.get('unprofiled_time') or 'their profiled mean'}")
     for u in context["unreplayable"]:
         print(f"not replayable, ran natively: {short(u['kernel'])}: {u['reason']}")
+    print(coverage(kernels, context))
     if a.by_invocation:
         print("\nBy launch:")
         rows = [dict(r, launches=r["invocation"], time_share=r["gpu_time_s"] / total["gpu_time_s"]

@@ -12,6 +12,14 @@
 //                             block), default 2; 0: every launch. The others run natively, and
 //                             their GPU time (CUPTI's activity records, or where those cannot be
 //                             had, the shape's measured mean) weights the profiled ones.
+//   ARCHBENCH_TOPDOWN_BUDGET  at most this many seconds of replays for each second of the program's
+//                             own time so far (default 0: no limit); a launch that would be profiled
+//                             over it runs natively and counts by its GPU time ("over_budget"), and
+//                             a later launch of its shape is profiled when the budget allows
+//   ARCHBENCH_TOPDOWN_FLUSH_MS  the pending launches are decoded at a synchronisation at most this
+//                             often (default 500; 0: at every one), and after 64 launches, at a
+//                             launch left unprofiled and at exit: each decode ends CUPTI's session,
+//                             and the next profiled launch pays for a new one (about 14 ms on an H100)
 //   ARCHBENCH_TOPDOWN_WATCHDOG_S  seconds a profiled launch may replay before the library says
 //                             on stderr that it may never end (default 20)
 //   ARCHBENCH_TOPDOWN_METRICS "traffic": collect the traffic set instead (fixtures/meters/traffic.hpp:
@@ -20,6 +28,8 @@
 //                             "warp": warp-instruction and thread-instruction counts (issue 18) as
 //                             each launch's "warp" object (archbench_pcsample.py's per-kernel warp
 //                             efficiency where CUPTI's SASS metrics have no records for a kernel)
+//                             "raw:M1,M2,...": these counters (full names), written raw as "warp" is
+//                             (what a counter set costs: passes and replay time in the end line)
 //
 // What cannot be replayed is not: a launch whose arguments point into host memory (mapped or
 // registered) may read a flag the host sets only after the launch returns (a spin kernel, as in
@@ -70,6 +80,7 @@ struct Context {
   std::unique_ptr<ab::RangeProfiler> profiler;
   std::string broken;             // why this context cannot be profiled ("" when it can)
   std::vector<Launch> pending;    // profiled since the last flush, in launch order
+  std::uint64_t flushed_ns = 0;   // when the last flush was
 };
 
 struct State {
@@ -85,7 +96,7 @@ struct State {
   struct Shape {
     std::string name, mangled;
     std::vector<int64_t> grid, block;
-    std::uint64_t launches = 0, profiled = 0, unreplayable = 0;
+    std::uint64_t launches = 0, profiled = 0, unreplayable = 0, over_budget = 0;
   };
   std::map<std::string, Shape> shapes;                // shape key -> totals
   std::map<std::string, std::uint64_t> profiled_of;  // kernel -> launches profiled
@@ -98,6 +109,13 @@ struct State {
   bool warp = false;        // ARCHBENCH_TOPDOWN_METRICS=warp: the warp-efficiency set
   std::vector<std::string> warp_metrics;  // the warp set's full names this chip has
   ab::TrafficPlan plan;     // the traffic set's plan (the chip's, from the first profiler made)
+  std::uint64_t flush_period_ns = 500'000'000;  // ARCHBENCH_TOPDOWN_FLUSH_MS
+  double budget = 0;         // ARCHBENCH_TOPDOWN_BUDGET (0: none)
+  std::uint64_t start_ns = 0, over_budget = 0;
+  std::vector<std::string> raw_metrics;  // ARCHBENCH_TOPDOWN_METRICS=raw:...
+  // Where profiling's time goes (ns of the program's thread): making profilers and starting their
+  // sessions, the profiled launch calls (CUPTI's replays), decoding; and the sessions started.
+  std::uint64_t setup_ns = 0, replay_ns = 0, decode_ns = 0, sessions = 0;
   bool done = false;
 };
 
@@ -126,9 +144,37 @@ std::string number(double v) {
   return buf;
 }
 
+// One profiled launch's line: its counters, and TopDown's (or the traffic or warp set's) values.
+void write_launch(State& s, CUcontext ctx, const Launch& l, const ab::Metrics& m) {
+  std::string metrics = "{", td = "{", traffic = "{", warp = "{", err;
+  for (const auto& [k, v] : m) metrics += (metrics.size() > 1 ? "," : "") + tr::JsonLine::quote(k) + ":" + number(v);
+  if (s.warp)  // the raw counters, named as collected; the tool does the arithmetic
+    for (const auto& [k, v] : m)
+      if (k != "gpu__time_duration.sum") warp += (warp.size() > 1 ? "," : "") + tr::JsonLine::quote(k) + ":" + number(v);
+  if (!s.warp) try {
+    auto& out = s.traffic ? traffic : td;
+    for (const auto& [k, v] : s.traffic ? ab::traffic_values(s.plan, m) : ab::topdown_counters(ab::topdown(m), 3))
+      out += (out.size() > 1 ? "," : "") + tr::JsonLine::quote(k) + ":" + number(v);
+  } catch (const std::exception& e) {
+    err = e.what();
+  }
+  tr::JsonLine line("kernel");
+  line.str("name", l.name).str("mangled", l.mangled).unum("seq", l.seq).unum("invocation", l.invocation)
+      .nums("grid", l.grid).nums("block", l.block).unum("host_ns", l.host_ns)
+      .unum("context", reinterpret_cast<std::uintptr_t>(ctx))
+      .raw("duration_ns", number(m.count("gpu__time_duration.sum") ? m.at("gpu__time_duration.sum") : 0))
+      .raw("metrics", metrics + "}").raw("topdown", td + "}");
+  if (s.traffic) line.raw("traffic", traffic + "}");
+  if (s.warp) line.raw("warp", warp + "}");
+  if (!err.empty()) line.str("error", err);
+  line.write(s.out);
+  ++s.profiled;
+}
+
 // Decodes what the context's profiler counted since its start and writes one line a launch.
 void flush(State& s, CUcontext ctx, Context& c) {
   if (!c.profiler || !c.profiler->started()) return;
+  const std::uint64_t t0 = tr::now_ns();
   std::vector<ab::Metrics> ranges;
   try {
     ranges = c.profiler->collect();
@@ -138,34 +184,11 @@ void flush(State& s, CUcontext ctx, Context& c) {
   if (ranges.size() != c.pending.size() && !ranges.empty())
     std::fprintf(stderr, "archbench-topdown: %zu ranges for %zu launches; pairing them in order\n", ranges.size(),
                  c.pending.size());
-  for (std::size_t i = 0; i < c.pending.size() && i < ranges.size(); ++i) {
-    const Launch& l = c.pending[i];
-    std::string metrics = "{", td = "{", traffic = "{", warp = "{", err;
-    for (const auto& [k, v] : ranges[i]) metrics += (metrics.size() > 1 ? "," : "") + tr::JsonLine::quote(k) + ":" + number(v);
-    if (s.warp)  // the raw counters, named as collected; the tool does the arithmetic
-      for (const auto& [k, v] : ranges[i])
-        if (k != "gpu__time_duration.sum") warp += (warp.size() > 1 ? "," : "") + tr::JsonLine::quote(k) + ":" + number(v);
-    if (!s.warp) try {
-      auto& out = s.traffic ? traffic : td;
-      for (const auto& [k, v] : s.traffic ? ab::traffic_values(s.plan, ranges[i]) : ab::topdown_counters(ab::topdown(ranges[i]), 3))
-        out += (out.size() > 1 ? "," : "") + tr::JsonLine::quote(k) + ":" + number(v);
-    } catch (const std::exception& e) {
-      err = e.what();
-    }
-    tr::JsonLine line("kernel");
-    line.str("name", l.name).str("mangled", l.mangled).unum("seq", l.seq).unum("invocation", l.invocation)
-        .nums("grid", l.grid).nums("block", l.block).unum("host_ns", l.host_ns)
-        .unum("context", reinterpret_cast<std::uintptr_t>(ctx))
-        .raw("duration_ns", number(ranges[i].count("gpu__time_duration.sum") ? ranges[i].at("gpu__time_duration.sum") : 0))
-        .raw("metrics", metrics + "}").raw("topdown", td + "}");
-    if (s.traffic) line.raw("traffic", traffic + "}");
-    if (s.warp) line.raw("warp", warp + "}");
-    if (!err.empty()) line.str("error", err);
-    line.write(s.out);
-    ++s.profiled;
-  }
+  for (std::size_t i = 0; i < c.pending.size() && i < ranges.size(); ++i) write_launch(s, ctx, c.pending[i], ranges[i]);
   c.pending.clear();
   std::fflush(s.out);  // what was measured survives a crash later in the program
+  c.flushed_ns = tr::now_ns();
+  s.decode_ns += c.flushed_ns - t0;
 }
 
 // The context's profiler, made on its first profiled launch; null (said once) where it cannot be.
@@ -179,6 +202,9 @@ ab::RangeProfiler* profiler_for(State& s, CUcontext ctx, Context& c) {
     if (s.traffic) {
       s.plan = ab::traffic_plan(p->base_metrics());
       p->set_metrics(s.plan.metrics);
+    } else if (!s.raw_metrics.empty()) {
+      s.warp_metrics = s.raw_metrics;
+      p->set_metrics(s.warp_metrics);
     } else if (s.warp) {
       const std::vector<std::string> base = p->base_metrics();
       const std::set<std::string> have(base.begin(), base.end());
@@ -200,7 +226,7 @@ ab::RangeProfiler* profiler_for(State& s, CUcontext ctx, Context& c) {
     cuDeviceGetPCIBusId(bus, sizeof bus, dev);
     tr::JsonLine("profiler").str("chip", p->chip()).unum("passes", p->passes()).unum("metrics", p->metrics().size())
         .unum("device", static_cast<std::uint64_t>(dev)).str("device_name", name).str("pci_bus_id", bus)
-        .str("metric_set", s.traffic ? "traffic" : s.warp ? "warp" : "topdown").str("traffic_counters", s.traffic ? s.plan.describe() : "")
+        .str("metric_set", s.traffic ? "traffic" : !s.raw_metrics.empty() ? "raw" : s.warp ? "warp" : "topdown").str("traffic_counters", s.traffic ? s.plan.describe() : "")
         .str("traffic_missing", s.traffic ? join(s.plan.missing) : "")
         .str("warp_counters", s.warp ? join(s.warp_metrics) : "")
         .write(s.out);
@@ -324,6 +350,7 @@ std::string unreplayable(const LaunchArgs& a) {
 std::atomic<std::uint64_t> g_replay_since{0};
 std::atomic<std::uint64_t> g_replay_seq{0};
 thread_local bool t_profiling = false;              // this thread's launch call is being profiled
+thread_local std::uint64_t t_enter_ns = 0;           // ... since then
 thread_local std::uint32_t t_runtime_corr = 0;      // the runtime launch call around it, if any
 std::mutex g_replay_mu;                              // guards g_replay_name
 std::string g_replay_name;
@@ -353,6 +380,7 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
     if (!t_profiling) return;
     t_profiling = false;
     g_replay_since = 0;
+    s.replay_ns += tr::now_ns() - t_enter_ns;
     Context& c = s.contexts[cb->context];
     if (c.profiler && c.pending.size() >= kRangesPerFlush) flush(s, cb->context, c);
     return;
@@ -373,6 +401,13 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
   if (sh.launches++ == 0) sh.name = name, sh.mangled = mangled, sh.grid = args.grid, sh.block = args.block;
   Context& c = s.contexts[cb->context];
   bool take = wanted(s, name, mangled) && (s.sample == 0 || sh.profiled < s.sample);
+  if (take && s.budget > 0) {  // the replays so far against the program's own time so far
+    const std::uint64_t spent = s.setup_ns + s.replay_ns + s.decode_ns, elapsed = tr::now_ns() - s.start_ns;
+    if (double(s.replay_ns) > s.budget * double(elapsed > spent ? elapsed - spent : 0)) {
+      take = false;
+      ++sh.over_budget, ++s.over_budget;
+    }
+  }
   if (take) {
     const std::string why = unreplayable(args);
     if (!why.empty()) {
@@ -389,15 +424,17 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
     ++s.skipped;
     return;
   }
+  const std::uint64_t t0 = tr::now_ns();
   ab::RangeProfiler* p = profiler_for(s, cb->context, c);
   if (!p) return;
   try {
-    if (!p->started()) p->start(kRangesPerFlush);
+    if (!p->started()) p->start(kRangesPerFlush), ++s.sessions;
   } catch (const std::exception& e) {
     c.broken = e.what();
     std::fprintf(stderr, "archbench-topdown: cannot start profiling: %s\n", e.what());
     return;
   }
+  s.setup_ns += tr::now_ns() - t0;
   ++sh.profiled;
   ++s.profiled_of[name];
   {
@@ -410,7 +447,7 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
     g_replay_name = name;
   }
   g_replay_seq = l.seq;
-  g_replay_since = tr::now_ns();
+  g_replay_since = t_enter_ns = tr::now_ns();
   t_profiling = true;
   c.pending.push_back(std::move(l));
 }
@@ -436,7 +473,8 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API && one_of(id, kSyncs)) {
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
     auto it = s.contexts.find(cb->context);
-    if (cb->callbackSite == CUPTI_API_EXIT && !s.done && it != s.contexts.end() && !it->second.pending.empty())
+    if (cb->callbackSite == CUPTI_API_EXIT && !s.done && it != s.contexts.end() && !it->second.pending.empty() &&
+        tr::now_ns() - it->second.flushed_ns >= s.flush_period_ns)
       flush(s, cb->context, it->second);
   } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     on_launch(s, static_cast<const CUpti_CallbackData*>(data), id);
@@ -478,7 +516,8 @@ void finish() {
   for (const auto& [key, sh] : s.shapes) {
     tr::JsonLine line("shape");
     line.str("name", sh.name).str("mangled", sh.mangled).nums("grid", sh.grid).nums("block", sh.block)
-        .unum("launches", sh.launches).unum("profiled", sh.profiled).unum("unreplayable", sh.unreplayable);
+        .unum("launches", sh.launches).unum("profiled", sh.profiled).unum("unreplayable", sh.unreplayable)
+        .unum("over_budget", sh.over_budget);
     if (s.activity) {
       const Activity::Time t = times.count(key) ? times.at(key) : Activity::Time{};
       line.unum("unprofiled_records", t.records).raw("unprofiled_ns", number(t.ns));
@@ -487,10 +526,14 @@ void finish() {
   }
   tr::JsonLine("end").unum("profiled", s.profiled).unum("unprofiled", s.skipped).unum("unreplayable", s.unreplayable)
       .unum("captured", s.captured).unum("passes", s.passes).unum("sample", s.sample).str("unprofiled_time", s.activity_detail)
+      .raw("budget", number(s.budget)).unum("over_budget", s.over_budget).unum("sessions", s.sessions).raw("setup_s", number(s.setup_ns * 1e-9))
+      .raw("replay_s", number(s.replay_ns * 1e-9)).raw("decode_s", number(s.decode_ns * 1e-9))
       .unum("end_ns", tr::now_ns()).write(s.out);
   std::fflush(s.out);
-  std::fprintf(stderr, "archbench-topdown: %llu launches profiled, %llu not; %s\n",
+  std::fprintf(stderr, "archbench-topdown: %llu launches profiled, %llu not (%zu passes: set-up %.2f s, "
+               "replays %.2f s, decoding %.2f s); %s\n",
                static_cast<unsigned long long>(s.profiled), static_cast<unsigned long long>(s.skipped),
+               s.passes, s.setup_ns * 1e-9, s.replay_ns * 1e-9, s.decode_ns * 1e-9,
                s.out_path.c_str());
 }
 
@@ -516,9 +559,19 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_MAX")) s.max_per_kernel = std::strtoull(m, nullptr, 10);
   if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_SAMPLE"); m && *m) s.sample = std::strtoull(m, nullptr, 10);
   if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_METRICS"); m && *m) {
-    s.traffic = std::string(m) == "traffic";
-    s.warp = std::string(m) == "warp";
+    const std::string set(m);
+    s.traffic = set == "traffic";
+    s.warp = set == "warp" || set.rfind("raw:", 0) == 0;
+    if (set.rfind("raw:", 0) == 0)
+      for (std::size_t i = 4; i < set.size();) {
+        const std::size_t j = std::min(set.find(',', i), set.size());
+        if (j > i) s.raw_metrics.push_back(set.substr(i, j - i));
+        i = j + 1;
+      }
   }
+  if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_BUDGET"); m && *m) s.budget = std::atof(m);
+  s.start_ns = tr::now_ns();
+  if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_FLUSH_MS"); m && *m) s.flush_period_ns = std::strtoull(m, nullptr, 10) * 1'000'000;
   double watchdog_s = 20;
   if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_WATCHDOG_S"); m && *m) watchdog_s = std::atof(m);
   char date[32];
