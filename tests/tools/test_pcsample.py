@@ -233,7 +233,7 @@ class SassRun(unittest.TestCase):
             prog = os.path.join(d, "prog.sh")
             with open(prog, "w") as f:
                 f.write("#!/bin/sh\necho --- >> %s/env.txt\nenv | grep -E '^(CUDA_MODULE_LOADING|ARCHBENCH_PCSAMPLE_"
-                        "(MODE|PERIOD|HW_BUFFER_MB|PC_ENABLE|SASS_RANGE|SASS_STRATEGY|SASS_LAZY))=' | sort >> %s/env.txt\n"
+                        "(MODE|PERIOD|HW_BUFFER_MB|PC_ENABLE|SASS_RANGE|SASS_STRATEGY|SASS_LAZY|SASS_TARGET))=' | sort >> %s/env.txt\n"
                         "cp %s \"$ARCHBENCH_PCSAMPLE_OUT\"\n" % (d, d, RAW))
             os.chmod(prog, 0o755)
             lib = os.path.join(d, "libfake.so")
@@ -241,6 +241,7 @@ class SassRun(unittest.TestCase):
             env = {k: v for k, v in os.environ.items()
                    if k != "CUDA_MODULE_LOADING" and not k.startswith("ARCHBENCH_PCSAMPLE_")}
             env["ARCHBENCH_PCSAMPLE_SASS_LAZY"] = "1"  # the command's choice replaces what the caller had
+            env["ARCHBENCH_PCSAMPLE_SASS_TARGET"] = "7"
             p = subprocess.run([sys.executable, TOOL, "--lib", lib, "--no-native", "--warp-pass", "never",
                                 "--raw", os.path.join(d, "raw.jsonl")] + options + ["--", prog],
                                capture_output=True, text=True, timeout=60, env=env)
@@ -253,25 +254,85 @@ class SassRun(unittest.TestCase):
     def test_sass_run_environment(self):
         # The SASS run gets eager module loading and the deferred strategy with the library's own
         # patching choice; the sampled run the library's automatic period (no --period), a 32 MB
-        # hardware buffer and the enable in the context-created callback.
+        # hardware buffer and the enable on the library's thread (async: CG 18-56 ms faster).
         pc, sass = self.run_env([])
         self.assertIn("ARCHBENCH_PCSAMPLE_PERIOD=auto", pc)
         self.assertIn("ARCHBENCH_PCSAMPLE_HW_BUFFER_MB=32", pc)
-        self.assertIn("ARCHBENCH_PCSAMPLE_PC_ENABLE=sync", pc)
+        self.assertIn("ARCHBENCH_PCSAMPLE_PC_ENABLE=async", pc)
+        self.assertFalse(any(l.startswith("ARCHBENCH_PCSAMPLE_SASS_TARGET=") for l in sass))
         self.assertFalse(any(l.startswith("CUDA_MODULE_LOADING=") for l in pc))
         self.assertIn("CUDA_MODULE_LOADING=EAGER", sass)
         self.assertIn("ARCHBENCH_PCSAMPLE_SASS_STRATEGY=deferred", sass)
         self.assertFalse(any(l.startswith(("ARCHBENCH_PCSAMPLE_SASS_LAZY=", "ARCHBENCH_PCSAMPLE_SASS_RANGE=")) for l in sass))
 
     def test_sass_strategy_options(self):
-        pc, sass = self.run_env(["--sass-strategy", "reconfig", "--sass-lazy-patching", "0", "--pc-enable", "async",
+        pc, sass = self.run_env(["--sass-strategy", "reconfig", "--sass-lazy-patching", "0", "--pc-enable", "sync",
                                  "--sass-loading", "lazy"])
-        self.assertIn("ARCHBENCH_PCSAMPLE_PC_ENABLE=async", pc)
+        self.assertIn("ARCHBENCH_PCSAMPLE_PC_ENABLE=sync", pc)
         self.assertIn("ARCHBENCH_PCSAMPLE_SASS_STRATEGY=reconfig", sass)
         self.assertIn("ARCHBENCH_PCSAMPLE_SASS_LAZY=0", sass)
         self.assertIn("CUDA_MODULE_LOADING=LAZY", sass)
         _, sass = self.run_env(["--sass-range", "one"])  # the older option: one range
         self.assertIn("ARCHBENCH_PCSAMPLE_SASS_STRATEGY=once", sass)
+        _, sass = self.run_env(["--sass-strategy", "target", "--sass-target", "lanes<8>"])  # one kernel a run
+        self.assertIn("ARCHBENCH_PCSAMPLE_SASS_STRATEGY=target", sass)
+        self.assertIn("ARCHBENCH_PCSAMPLE_SASS_TARGET=lanes<8>", sass)
+        p = subprocess.run([sys.executable, TOOL, "--sass-target", "2", "--report", RAW], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)  # a target without the target strategy
+        self.assertIn("--sass-target goes with --sass-strategy target", p.stderr)
+
+    def test_dropped_records_and_target(self):
+        # CUPTI's dropped records are a Problem with or without late functions; the target is named.
+        recs = {"end": [{"type": "end", "sass_strategy": "target", "sass_target": "2", "sass_dropped_records": 8}],
+                "sass": [{"function": "b"}], "launch": [{"function": "a"}, {"function": "b"}]}
+        context = {}
+        pcsample.sass_context(recs, context)
+        self.assertIn("SASS metrics: CUPTI dropped 8 instruction records at a range's end", context["problems"])
+        self.assertIn("SASS metrics (strategy target, target 2): counts for 1 of 2 launched functions",
+                      pcsample.text_report([], context))
+        pcsample.sass_context({"end": [], "sass": [], "launch": []}, {})  # no end record: no error
+
+
+class Coverage(unittest.TestCase):
+    """The report says plainly which kernels have per-line counts (SASS metrics), which only per-kernel
+    ones (warp pass), which none; and the sampled run's fixed costs."""
+
+    def kernel(self, name, source):
+        return {"kernel": name, "efficiency": {"source": source}, "samples": 0, "time_share": 0.0, "latency": {},
+                "stalls": {}, "lines": []}
+
+    def test_coverage_statement(self):
+        ks = [self.kernel("hot_chase(unsigned int const*, float*)", "sass_metrics"),
+              self.kernel("void lanes<1>(float*, int)", "counters"), self.kernel("void lanes<2>(float*, int)", "counters"),
+              self.kernel("mystery()", "unavailable")]
+        cov = pcsample.count_coverage(ks)
+        self.assertEqual(cov["per_line"], ["hot_chase(unsigned int const*, float*)"])
+        self.assertEqual(cov["per_kernel_only"], ["void lanes<1>(float*, int)", "void lanes<2>(float*, int)"])
+        self.assertEqual(cov["none"], ["mystery()"])
+        text = pcsample.text_report(ks, {})
+        self.assertIn("Per-line instruction counts and warp efficiency (SASS metrics): 1 of 4 kernels: hot_chase(", text)
+        self.assertIn("Per-kernel counts only, no per-line figures (warp pass counters): void lanes<1>(float*, int), "
+                      "void lanes<2>(float*, int)", text)
+        self.assertIn("No instruction counts: mystery()", text)
+        # No SASS run and no warp pass: nothing claimed either way.
+        self.assertNotIn("Per-line instruction counts", pcsample.text_report([self.kernel("k", "unavailable")], {}))
+        # Every kernel counted per line: the one line.
+        text = pcsample.text_report([self.kernel("k", "sass_metrics")], {})
+        self.assertIn("(SASS metrics): 1 of 1 kernels: k", text)
+        self.assertNotIn("Per-kernel counts only", text)
+
+    def test_fixed_costs(self):
+        recs = {"config": [], "error": [], "end": [{"type": "end", "pc_enable": "async", "enable_s": 0.08, "first_launch_s": 0.084,
+                                                    "exit_drain_s": 0.002, "disable_s": 0.043}],
+                "pc_enable_wait": [{"type": "pc_enable_wait", "waited_s": 0.047}]}
+        context = pcsample.context_of(recs, {})
+        line = pcsample.fixed_costs_line(context)
+        self.assertEqual(line, "PC sampling's fixed costs: enable 0.080 s (async: the first launch waited 0.047 s), "
+                               "first launch 0.084 s, drain at exit 0.002 s, disable 0.043 s")
+        self.assertIn(line, pcsample.text_report([], context))
+        # Not measured (-1, as a SASS run writes) or an older file: no line.
+        context = pcsample.context_of({"config": [], "error": [], "end": [{"type": "end", "enable_s": -1}]}, {})
+        self.assertEqual(pcsample.fixed_costs_line(context), "")
 
 
 def warp_raw(d, kernels):

@@ -10,9 +10,14 @@ concurrently, as without it; the overhead is the ratio of the two wall times), t
 --no-sass, once more with CUPTI's SASS metrics (instrumented: executed warp- and
 thread-instructions of every instruction; not part of the overhead figure). --sass-strategy says
 how the library opens CUPTI's SASS metrics ranges (default deferred: one enable at the context's
-first kernel launch, every loaded function patched then; on the H100 CUPTI had counted only the
-first function it patched); the raw file's sass_flush records name the functions each flush had
-counts for, and its sass_summary the launched functions without any.
+first kernel launch, every loaded function patched then). On the H100 (CUPTI 13.0) CUPTI counted
+only the first function launched in a process whatever the strategy (a CUPTI limitation: its own
+record count was that function's instructions; the others ran patched and were never reported):
+the kernels without per-instruction counts get per-kernel counts from the warp pass below, and
+the report names which kernels have per-line counts and which only per-kernel ones. The raw
+file's sass_flush records name the functions each flush had counts for, and its sass_summary the
+launched functions without any. --sass-strategy target with --sass-target N|NAME counts one
+chosen kernel a run (the device configured at its first launch).
 
 Per kernel, line and instruction:
   stalls         each stall reason's share of the stalled samples (selected and not_selected are
@@ -333,6 +338,50 @@ def top_reasons(stalls, n=3):
     return ", ".join(f"{r} {100 * s:.0f}%" for r, s in list(stalls.items())[:n]) or "-"
 
 
+def count_coverage(kernels):
+    """Which kernels have instruction counts where: per line and instruction (CUPTI's SASS metrics),
+    per kernel only (the warp pass's counters), none; each a list of kernel names."""
+    out = {"per_line": [], "per_kernel_only": [], "none": []}
+    for k in kernels:
+        src = k.get("efficiency", {}).get("source")
+        out["per_line" if src == "sass_metrics" else "per_kernel_only" if src == "counters" else "none"].append(k["kernel"])
+    return out
+
+
+def coverage_lines(kernels, width=100):
+    """The report's plain statement of which kernels have per-line counts ([] where no kernel has
+    counts of either kind: no SASS metrics run, no warp pass)."""
+    cov = count_coverage(kernels)
+    if not cov["per_line"] and not cov["per_kernel_only"]:
+        return []
+
+    def names(ks):
+        text = ", ".join(short(k, 40) for k in ks[:12]) + (f", ... ({len(ks)} in all)" if len(ks) > 12 else "")
+        return text or "none"
+
+    out = ["", f"Per-line instruction counts and warp efficiency (SASS metrics): {len(cov['per_line'])} of "
+               f"{len(kernels)} kernels: {names(cov['per_line'])}"]
+    if cov["per_kernel_only"]:
+        out.append(f"Per-kernel counts only, no per-line figures (warp pass counters): {names(cov['per_kernel_only'])}")
+    if cov["none"]:
+        out.append(f"No instruction counts: {names(cov['none'])}")
+    return out
+
+
+def fixed_costs_line(context):
+    """The sampled run's fixed costs (the library's end record), or "" for an older raw file."""
+    parts = []
+    if context.get("enable_s") is not None:
+        wait = context.get("enable_wait_s")
+        parts.append(f"enable {context['enable_s']:.3f} s" + (
+            f" ({context.get('pc_enable')}: the first launch waited {wait:.3f} s)" if wait is not None else
+            f" ({context['pc_enable']})" if context.get("pc_enable") else ""))
+    for key, what in (("first_launch_s", "first launch"), ("exit_drain_s", "drain at exit"), ("disable_s", "disable")):
+        if context.get(key) is not None:
+            parts.append(f"{what} {context[key]:.3f} s")
+    return "PC sampling's fixed costs: " + ", ".join(parts) if parts else ""
+
+
 def text_report(kernels, context, top=5, lines=8):
     out = []
     if "period_log2" in context:
@@ -366,15 +415,19 @@ def text_report(kernels, context, top=5, lines=8):
                        f"{'eff ' + format(eff, '.2f') if eff is not None else '':<9} {('| ' + src) if src else ''}")
     if context.get("sass_strategy"):
         n_missing = len(context.get("sass_missing", []))
-        out += ["", f"SASS metrics (strategy {context['sass_strategy']}): counts for {context.get('sass_counted', 0)} "
+        target = f", target {context['sass_target']}" if context.get("sass_target") else ""
+        out += ["", f"SASS metrics (strategy {context['sass_strategy']}{target}): counts for {context.get('sass_counted', 0)} "
                     f"of {context.get('sass_counted', 0) + n_missing} launched functions, "
                     f"{len(context.get('sass_flush_log', []))} flushes"]
+    out += coverage_lines(kernels)
     if context.get("problems"):
         out += ["", "Problems:"] + [f"  {p}" for p in context["problems"]]
     if "overhead" in context:
         out += ["", f"wall time: native {context['native_s']:.3f} s, sampled {context['sampled_s']:.3f} s, "
                     f"overhead {context['overhead']:.2f}x" +
                 (f"; SASS metrics run {context['sass_s']:.3f} s" if "sass_s" in context else "")]
+    if fixed_costs_line(context):
+        out.append(fixed_costs_line(context))
     return "\n".join(out)
 
 
@@ -476,6 +529,14 @@ def context_of(recs, context):
                 f"(estimated at the rate of the rest; a larger --period or --hw-buffer-mb avoids it)")
         if e.get("error"):
             context.setdefault("problems", []).append(e["error"])
+        if e.get("pc_enable"):
+            context["pc_enable"] = e["pc_enable"]
+        for k in ("enable_s", "first_launch_s", "exit_drain_s", "disable_s"):  # -1: not measured
+            if isinstance(e.get(k), (int, float)) and e[k] >= 0:
+                context[k] = float(e[k])
+    for w in recs.get("pc_enable_wait", [])[:1]:
+        if isinstance(w.get("waited_s"), (int, float)):
+            context["enable_wait_s"] = float(w["waited_s"])
     if not recs["end"]:
         # Killed or hung: no end record. The samples drained before that still count.
         context["incomplete"] = True
@@ -518,9 +579,11 @@ def sass_flushes(recs):
 def sass_context(recs, context):
     """The SASS metrics run's strategy, ranges and flushes, and the launched functions it has no
     counts for (a Problem)."""
-    for e in recs["end"][:1]:
-        context.update({k: e.get(k) for k in ("sass_ranges", "sass_deferred_ranges", "sass_dropped_records",
-                                               "sass_strategy", "sass_enables", "sass_flushes") if k in e})
+    end = recs["end"][0] if recs["end"] else {}
+    context.update({k: end.get(k) for k in ("sass_ranges", "sass_deferred_ranges", "sass_dropped_records",
+                                             "sass_strategy", "sass_enables", "sass_flushes") if k in end})
+    if end.get("sass_target"):
+        context["sass_target"] = end["sass_target"]
     flushes, _ = sass_flushes(recs)
     if flushes:
         context["sass_flush_log"] = flushes
@@ -530,9 +593,9 @@ def sass_context(recs, context):
     late = sorted({r.get("function") for r in recs.get("sass_late", [])} - {None})
     if late:
         context["sass_late"] = late
-        if e.get("sass_dropped_records"):
-            context.setdefault("problems", []).append(
-                f"SASS metrics: CUPTI dropped {e['sass_dropped_records']} instruction records at a range's end")
+    if end.get("sass_dropped_records"):
+        context.setdefault("problems", []).append(
+            f"SASS metrics: CUPTI dropped {end['sass_dropped_records']} instruction records at a range's end")
     counted = {r.get("function") for r in recs["sass"]}
     missing = sorted({r.get("function") for r in recs["launch"]} - counted - {None})
     launched = {r.get("function") for r in recs["launch"]} - {None}
@@ -587,7 +650,7 @@ def warp_pass(a, cmd, raw, functions, context):
     return rc
 
 
-SASS_STRATEGIES = ("deferred", "deferred-module", "once", "function", "reconfig")
+SASS_STRATEGIES = ("deferred", "deferred-module", "once", "function", "reconfig", "target")
 
 
 def sass_strategy(a):
@@ -619,8 +682,12 @@ def run(argv):
                          "launched function's module loaded whole, every loaded function patched at once, flushed "
                          "at the end), deferred-module (and a new range for a module loaded later), once (one lazy "
                          "range from the context's creation), function (a range per function from its first "
-                         "launch), reconfig (as function, the device's SASS configuration renewed between); on the "
-                         "H100 once and function counted only the first function patched")
+                         "launch), reconfig (as function, the device's SASS configuration renewed between), target "
+                         "(one function, --sass-target, the device configured at its first launch); on the H100 every "
+                         "strategy counted only the first function launched")
+    ap.add_argument("--sass-target", metavar="N|NAME",
+                    help="with --sass-strategy target: the Nth distinct function launched (default 1) or its name "
+                         "(mangled, or demangled with or without parameters: hot_chase, lanes<8>)")
     ap.add_argument("--sass-range", choices=("function", "one"), help=argparse.SUPPRESS)  # older name: function, once
     ap.add_argument("--sass-loading", choices=("eager", "lazy", "inherit"), default="eager",
                     help="CUDA_MODULE_LOADING for the SASS metrics run (default eager: every function loaded "
@@ -628,10 +695,11 @@ def run(argv):
     ap.add_argument("--sass-lazy-patching", type=int, choices=(0, 1), default=None,
                     help="cuptiSassMetricsEnable's enableLazyPatching (default: 0 for the deferred strategies, every "
                          "loaded function patched at the enable; 1 for the others, each function at its first launch)")
-    ap.add_argument("--pc-enable", choices=("sync", "async"), default="sync",
-                    help="when CUPTI's PC sampling is enabled (about 0.1 s on the H100): sync (default) in the "
-                         "context-created callback; async on a thread of the library while the program does its host "
-                         "work, the context's first kernel launch waiting for it (no kernel unsampled)")
+    ap.add_argument("--pc-enable", choices=("sync", "async"), default="async",
+                    help="when CUPTI's PC sampling is enabled (about 0.08 s on the H100): async (default) on a thread "
+                         "of the library while the program does its host work, the context's first kernel or graph "
+                         "launch waiting for it (no kernel unsampled; CG 18-56 ms faster on the H100); sync in the "
+                         "context-created callback")
     ap.add_argument("--warp-pass", choices=("auto", "always", "never"), default="auto",
                     help="per-kernel warp efficiency from counters (a run under libarchbench_topdown.so, its 'warp' "
                          "set): auto (default) where the SASS metrics run has no records for a launched kernel (or "
@@ -665,6 +733,8 @@ def run(argv):
         ap.error("give either -- PROGRAM [ARGS...] or --report RAW.jsonl")
     if a.period is not None and a.period and not 5 <= a.period <= 31:
         ap.error("--period takes 5..31 (log2 of cycles)")
+    if a.sass_target and a.sass_strategy != "target":
+        ap.error("--sass-target goes with --sass-strategy target")
     context = {"period_asked": a.period}
     rc = 0
     raw, sass_raw = a.report, a.sass_report
@@ -699,6 +769,10 @@ def run(argv):
             env.update({"ARCHBENCH_PCSAMPLE_OUT": sass_raw, "ARCHBENCH_PCSAMPLE_MODE": "sass",
                         "ARCHBENCH_PCSAMPLE_SASS_STRATEGY": sass_strategy(a)})
             env.pop("ARCHBENCH_PCSAMPLE_SASS_RANGE", None)
+            if a.sass_target:
+                env["ARCHBENCH_PCSAMPLE_SASS_TARGET"] = a.sass_target
+            else:
+                env.pop("ARCHBENCH_PCSAMPLE_SASS_TARGET", None)
             if a.sass_lazy_patching is None:
                 env.pop("ARCHBENCH_PCSAMPLE_SASS_LAZY", None)
             else:
@@ -739,6 +813,7 @@ def run(argv):
     elif a.warp_report:
         context.setdefault("problems", []).append(f"warp pass: no records ({a.warp_report} missing)")
     kernels = analyse(recs, sass_recs, warp)
+    context["counts"] = count_coverage(kernels)
     annotate(kernels, recs, Sources(a.source_dir), sass=bool(a.html))
     print(text_report(kernels, context, a.top, a.lines))
     if a.json:

@@ -11,11 +11,16 @@
 //   sass  CUPTI's SASS metrics API: per instruction the warp-instructions and thread-instructions
 //         executed, for instruction counts and warp efficiency. Instrumentation: slower, and
 //         therefore its own run. On the H100 (driver 580, CUPTI 13) CUPTI counted only the first
-//         kernel function it patched in a process: one range (lazy patching) gave the first
-//         function launched; a range per function (flush, disable, enable at each new function's
-//         first launch, lazy or eager) gave that same one and nothing after; the CG solver (a
-//         cudaMemset before its first kernel: perhaps a driver-internal kernel patched first) got
-//         nothing. A third-party injection saw the
+//         kernel function launched in a process, whatever the strategy below: one range (lazy
+//         patching) gave the first function launched; a range per function (flush, disable,
+//         enable at each new function's first launch, lazy or eager) gave that same one and
+//         nothing after; eager patching patched all 7 functions of the planted program (they ran
+//         3-30 times slower) yet cuptiSassMetricsGetDataProperties reported 472 records, exactly
+//         the first function's 236 instructions x 2 metrics, one instance: the records are
+//         CUPTI's, not lost or merged here. The CG solver (a cudaMemset and a device-to-device
+//         copy, driver kernels, between the configuration at context creation and its first
+//         kernel) got nothing; hence the target strategy, configured at the launch it counts. A
+//         third-party injection saw the
 //         same on CUDA 13.0 ("only the first function launched after enable, nothing after the
 //         first flush"). NVIDIA's sass_metrics sample never shows a second function's counts (it
 //         flushes once, then only prints dropped records). So the library has strategies
@@ -39,7 +44,13 @@
 //           function            a range per kernel function from its first launch (flush,
 //                               disable, enable), the launch's stream idle first.
 //           reconfig            as function, plus the device's SASS configuration unset and set
-//                               again between ranges (CUPTI's per-device state renewed).
+//                               again between ranges (CUPTI's per-device state renewed; on the
+//                               H100 the second set failed: CUPTI_ERROR_OUT_OF_MEMORY).
+//           target              one function a run (ARCHBENCH_PCSAMPLE_SASS_TARGET: N for the Nth
+//                               function launched, default 1, or its name): the device configured
+//                               and the one range opened (eager) at that function's first launch,
+//                               after its stream has finished; flushed at the end. A run per
+//                               kernel, where the one-function limit holds.
 // Survival rules (the first H100 run hung in every program with this library and 0 samples):
 //   - no lock of the library is held while it calls into CUPTI's PC sampling or SASS metrics
 //     functions (CUPTI's worker threads may call back into the library), and a callback that
@@ -73,14 +84,19 @@
 //   ARCHBENCH_PCSAMPLE_SASS_STRATEGY sass mode: deferred (default), deferred-module, once, function or
 //                                  reconfig (see above); ARCHBENCH_PCSAMPLE_SASS_RANGE=one|function (the
 //                                  older name) means once|function where no strategy is given
+//   ARCHBENCH_PCSAMPLE_SASS_TARGET sass mode, strategy target: N (the Nth distinct function launched) or a
+//                                  name (mangled, or demangled with or without parameters: hot_chase)
 //   ARCHBENCH_PCSAMPLE_SASS_LAZY   sass mode: 1 lazy patching, 0 every loaded function at enable (default:
-//                                  0 for the deferred strategies, 1 for the others)
-//   ARCHBENCH_PCSAMPLE_PC_ENABLE   pc mode: sync (default) enables PC sampling inside the context-created
-//                                  callback; async enables it on a thread of the library while the program
-//                                  goes on (its host work before the first kernel hides CUPTI's ~0.1 s
-//                                  enable), and the context's first kernel launch waits for it (at most
-//                                  the watchdog's time) so no kernel goes unsampled (a pc_enable record
-//                                  says how long the enable took and the launch waited)
+//                                  0 for the deferred strategies and target, 1 for the others)
+//   ARCHBENCH_PCSAMPLE_PC_ENABLE   pc mode: async (default) enables PC sampling on a thread of the library
+//                                  while the program goes on (its host work before the first kernel hides
+//                                  CUPTI's ~0.08 s enable; on the H100 CG ran 18-56 ms faster, the same
+//                                  samples), and the context's first kernel or graph launch waits for it
+//                                  (at most the watchdog's time) so no kernel goes unsampled (a pc_enable
+//                                  record says how long the enable took, pc_enable_wait how long the launch
+//                                  waited; a context destroyed meanwhile waits for the enable too); sync
+//                                  enables it inside the context-created callback. The end record has the
+//                                  fixed costs: enable_s, first_launch_s, exit_drain_s, disable_s
 //   ARCHBENCH_PCSAMPLE_WATCHDOG_S  seconds before the watchdog acts (default 10; 0: no watchdog)
 //   ARCHBENCH_PCSAMPLING_DEBUG     1: every step on stderr (archbench-pcsample[t s tid]: ...)
 #include <cuda.h>
@@ -130,15 +146,21 @@ constexpr uint32_t kAutoPeriod = ~0u;
 constexpr double kMaxSampleRate = 4e6;
 const char* const kSassMetrics[] = {"smsp__sass_inst_executed", "smsp__sass_thread_inst_executed"};
 
-// A PC sampling data buffer with room for `pcs` records of `reasons` stall reasons each.
+// A PC sampling data buffer with room for `pcs` records of `reasons` stall reasons each. calloc,
+// not std::vector: the stall-reason arrays (65536 PCs x 40 reasons x 8 B = 21 MB for the
+// configuration buffer) stay untouched zero pages until CUPTI writes a PC's reasons; a vector
+// zero-fills every page at the enable (about 20 ms on the H100's host, 130 ms on a slow VM).
 struct PcBuffer {
   CUpti_PCSamplingData data{};
-  std::vector<CUpti_PCSamplingPCData> pcs;
-  std::vector<CUpti_PCSamplingStallReason> reasons;
-  PcBuffer(std::size_t n, std::size_t r) : pcs(n), reasons(n * r) {
+  std::unique_ptr<CUpti_PCSamplingPCData[], void (*)(void*)> pcs{nullptr, std::free};
+  std::unique_ptr<CUpti_PCSamplingStallReason[], void (*)(void*)> reasons{nullptr, std::free};
+  PcBuffer(std::size_t n, std::size_t r) {
+    pcs.reset(static_cast<CUpti_PCSamplingPCData*>(std::calloc(std::max<std::size_t>(n, 1), sizeof(CUpti_PCSamplingPCData))));
+    reasons.reset(static_cast<CUpti_PCSamplingStallReason*>(std::calloc(std::max<std::size_t>(n * r, 1), sizeof(CUpti_PCSamplingStallReason))));
+    if (!pcs || !reasons) n = 0;  // no memory: a buffer of no PCs (CUPTI reports what it could not deliver)
     data.size = sizeof(CUpti_PCSamplingData);
     data.collectNumPcs = n;
-    data.pPcData = pcs.data();
+    data.pPcData = pcs.get();
     for (std::size_t i = 0; i < n; ++i) pcs[i].size = sizeof(CUpti_PCSamplingPCData), pcs[i].stallReason = &reasons[i * r];
   }
 };
@@ -149,6 +171,10 @@ struct Context {
   std::atomic<int> enabling{0};       // pc mode, async enable: 1 while the library's thread enables
   uint64_t enable_started_ns = 0;     // pc mode, async enable: when that thread was started
   bool launched = false;              // a kernel has been launched in the context
+  // 0: no launch seen, 1: the context's first launch call is running (CUPTI sets PC sampling up
+  // inside it: the drain thread leaves the context alone), 2: it has returned.
+  std::atomic<int> first_launch{0};
+  uint64_t sass_functions_seen = 0;   // sass mode, strategy target: distinct functions launched
   uint64_t modules_at_enable = 0;     // sass mode: State::modules_loaded at the last enable
   std::map<uint32_t, std::string> reason_names;  // stall reason index -> CUPTI's name
   std::unique_ptr<PcBuffer> config, drain;
@@ -200,7 +226,8 @@ struct State {
   // function, reconfig.
   std::string sass_strategy = "deferred";
   bool sass_lazy = false;                // cuptiSassMetricsEnable's enableLazyPatching
-  std::string pc_enable = "sync";        // pc mode: sync or async (see the top of the file)
+  std::string pc_enable = "async";       // pc mode: async (default) or sync (see the top of the file)
+  std::string sass_target;               // sass mode, strategy target: a mangled name, or N: the Nth function launched
   std::set<std::string> sass_ranged;     // functions that have had a range of their own
   std::set<std::string> sass_seen;       // functions launched (sass mode)
   std::set<std::string> sass_counted;    // functions with records in some flush
@@ -215,6 +242,10 @@ struct State {
   std::atomic<bool> finishing{false}, stop_threads{false};
   bool disabled_by_watchdog = false, forced_exit = false;
   uint64_t skipped_drains = 0, watchdog_events = 0;
+  // pc mode, the fixed costs of the first context (seconds; -1: not measured): CUPTI's enable and
+  // configuration, the first launch call (CUPTI's set-up of the sampling), the drain and the
+  // disable at exit. In the end record.
+  double enable_s = -1, first_launch_s = -1, exit_drain_s = -1, disable_s = -1;
   std::string error;
 };
 
@@ -605,6 +636,7 @@ void drain(State& s, CUcontext ctx, Context& c, const char* where) {
 // s.cupti held.
 void finish_context(State& s, CUcontext ctx, Context& c, const char* where) {
   if (!c.enabled) return;
+  const uint64_t t0 = tr::now_ns();
   if (s.drain_mode != "exit" || s.mode == "sass") drain(s, ctx, c, where);
   if (s.mode == "sass") {
     sass_disable(s, ctx, c, where);
@@ -612,11 +644,13 @@ void finish_context(State& s, CUcontext ctx, Context& c, const char* where) {
     CUpti_PCSamplingDisableParams p{};
     p.size = CUpti_PCSamplingDisableParamsSize, p.ctx = ctx;
     CUptiResult r;
+    const uint64_t t1 = tr::now_ns();
     {
       Busy b("cuptiPCSamplingDisable");
       r = cuptiPCSamplingDisable(&p);
     }
     std::lock_guard<std::mutex> lock(s.mu);
+    if (s.disable_s < 0) s.exit_drain_s = double(t1 - t0) * 1e-9, s.disable_s = double(tr::now_ns() - t1) * 1e-9;
     if (r != CUPTI_SUCCESS) note_error(s, std::string("cuptiPCSamplingDisable (") + where + "): " + cupti_error(r));
     dbg("disabled (%s): %zu PCs in the configuration buffer", where, c.config->data.totalNumPcs);
     if (c.config->data.totalNumPcs) consume(s, ctx, c, c.config->data);
@@ -654,6 +688,7 @@ CUpti_PCSamplingConfigurationInfo attr(CUpti_PCSamplingConfigurationAttributeTyp
 // PC sampling on a new context (s.cupti held, s.mu not): enable, stall reasons, configuration,
 // the configuration in force written as the config record.
 void enable_pc(State& s, CUcontext ctx, Context& c) {
+  const uint64_t t0 = tr::now_ns();
   CUpti_PCSamplingEnableParams e{};
   e.size = CUpti_PCSamplingEnableParamsSize, e.ctx = ctx;
   CUptiResult r;
@@ -762,6 +797,7 @@ void enable_pc(State& s, CUcontext ctx, Context& c) {
   std::lock_guard<std::mutex> lock(s.mu);
   c.enabled = true;
   s.enabled_ns = tr::now_ns();
+  if (s.enable_s < 0) s.enable_s = double(s.enabled_ns - t0) * 1e-9;
   emit(s, std::move(tr::JsonLine("config").str("mode", "pc").unum("context", reinterpret_cast<std::uintptr_t>(ctx)).num("device", c.device)
       .str("device_name", name).num("sms", sms).num("max_warps_per_scheduler", threads / 32 / 4)
       .unum("period_log2", period).boolean("period_auto", s.period == kAutoPeriod)
@@ -923,6 +959,21 @@ std::string load_module_functions(CUfunction f) {
          ",\"loaded_now\":" + std::to_string(now) + ",\"failed\":" + std::to_string(failed) + "}";
 }
 
+// Strategy target: whether `fn`, the context's `nth` distinct function launched, is the one asked
+// for: N (a number: the Nth), the mangled name, or the demangled name with or without its
+// parameters and return type ("lanes<8>", "hot_chase").
+bool sass_target_is(const std::string& target, const std::string& fn, uint64_t nth) {
+  if (target.empty()) return nth == 1;
+  if (target.find_first_not_of("0123456789") == std::string::npos) return nth == std::strtoull(target.c_str(), nullptr, 10);
+  if (target == fn) return true;
+  const std::string d = demangle(fn.c_str());
+  if (target == d) return true;
+  std::string bare = d.substr(0, d.find('('));
+  if (target == bare) return true;
+  const std::size_t sp = bare.rfind(' ', bare.find('<'));  // the return type ("void lanes<8>")
+  return sp != std::string::npos && target == bare.substr(sp + 1);
+}
+
 // SASS metrics at the entry of a kernel launch (s.mu not held), by strategy (see the top of the
 // file):
 //   deferred, deferred-module: the context's first launch opens its one range (the module of the
@@ -931,6 +982,8 @@ std::string load_module_functions(CUfunction f) {
 //     only names such functions (a sass_late record).
 //   function, reconfig: a function's first launch ends the range open (flushed first) and opens
 //     one for it (reconfig: the device's configuration unset and set between).
+//   target: the first launch of the function asked for configures the device and opens the one
+//     range (its module loaded whole, eager patching); nothing before or after it.
 // A range is switched only once the launch's stream has finished its work (at most 200 ms; else
 // at a later launch): disabling under a running patched kernel is not safe, and a kernel held by
 // the program (archbench_hold) must not wait for the library.
@@ -960,6 +1013,11 @@ void sass_on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id)
       }
     } else if (s.sass_strategy == "function" || s.sass_strategy == "reconfig") {
       if (s.sass_ranged.count(fn) || !c->enabled) return;
+    } else if (s.sass_strategy == "target") {
+      if (c->launched || !new_function) return;  // one range, for one function
+      const uint64_t nth = ++c->sass_functions_seen;
+      if (!sass_target_is(s.sass_target, fn, nth)) return;
+      c->launched = first_enable = true;
     } else {
       return;  // once
     }
@@ -992,7 +1050,8 @@ void sass_on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id)
     if (!sass_disable(s, cb->context, *c, "range switch")) return note_error_locked(s, "cuptiSassMetricsDisable (range): failed; SASS metrics end here");
   }
   if (s.sass_strategy == "reconfig" && !sass_reconfig(s, c->device)) return;
-  const std::string loaded = deferred && f ? load_module_functions(f) : "";
+  if (s.sass_strategy == "target" && !sass_config(s, c->device)) return;  // configured only now
+  const std::string loaded = (deferred || s.sass_strategy == "target") && f ? load_module_functions(f) : "";
   if (!sass_enable(s, cb->context, *c, fn, loaded)) return;
   std::lock_guard<std::mutex> lock(s.mu);
   s.sass_ranged.insert(fn), s.sass_current = fn, ++s.sass_ranges;
@@ -1005,7 +1064,9 @@ void sass_on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id)
 // now only for the strategies that begin at the context (once, function, reconfig); the config
 // record either way.
 void sass_on_context(State& s, CUcontext ctx, Context& c) {
-  if (!sass_config(s, c.device)) return;
+  // (strategy target: configured at the target's first launch, so that no kernel, the driver's
+  // own memset and copy kernels included, runs between the configuration and that launch)
+  if (s.sass_strategy != "target" && !sass_config(s, c.device)) return;
   const bool at_context = s.sass_strategy == "once" || s.sass_strategy == "function" || s.sass_strategy == "reconfig";
   if (at_context && !sass_enable(s, ctx, c, "context created")) return;
   char name[256] = "";
@@ -1076,6 +1137,10 @@ void wait_for_enable(State& s, CUcontext ctx) {
 
 using tr::kLaunches, tr::kSyncs, tr::one_of;
 
+// Graph launches (pc mode): with the async enable they wait for it as kernel launches do.
+constexpr CUpti_CallbackId kGraphLaunches[] = {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz};
+thread_local uint64_t t_launch_enter = 0;  // pc mode: when this thread's launch call entered (the first launch's cost)
+
 // The program's call `what` on this thread waits (enter) or no longer does (exit), for the watchdog.
 void wait_mark(bool enter, const char* what) {
   const long tid = long(syscall(SYS_gettid));
@@ -1120,11 +1185,21 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
       dbg("callback #%llu: %s %s%s%s", static_cast<unsigned long long>(nth), cb->functionName ? cb->functionName : "?",
           enter ? "enter" : "exit", cb->symbolName ? " " : "", cb->symbolName ? cb->symbolName : "");
     wait_mark(enter, cb->functionName);
-    if (one_of(id, kLaunches)) {
-      if (enter && s.mode == "sass" && cb->symbolName && !s.finishing) sass_on_launch(s, cb, id);
+    const bool graph = one_of(id, kGraphLaunches);
+    if (graph || one_of(id, kLaunches)) {
+      if (enter && s.mode == "sass" && cb->symbolName && !s.finishing && !graph) sass_on_launch(s, cb, id);
       if (enter && s.mode == "pc" && s.pc_enable == "async") wait_for_enable(s, cb->context);
       std::lock_guard<std::mutex> lock(s.mu);
-      if (!s.done) on_launch(s, cb, id), adopt_pending(s);
+      auto it = s.contexts.find(cb->context);
+      if (enter) {
+        if (s.first_launch_s < 0) t_launch_enter = tr::now_ns();  // after any wait for the enable
+        int none = 0;
+        if (it != s.contexts.end()) it->second.first_launch.compare_exchange_strong(none, 1);
+      } else {
+        if (s.first_launch_s < 0 && t_launch_enter) s.first_launch_s = double(tr::now_ns() - t_launch_enter) * 1e-9;
+        if (it != s.contexts.end()) it->second.first_launch = 2;
+      }
+      if (!s.done && !graph) on_launch(s, cb, id), adopt_pending(s);
       return;
     }
     // A synchronisation's exit: drain here only in pc mode's `sync` drain, only if nobody else is
@@ -1174,6 +1249,13 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
       if (it == s.contexts.end() || s.done) return;
       c = &it->second;
     }
+    // An async enable still running on the library's thread (a context destroyed right after its
+    // creation): let it finish on the live context before it is disabled and forgotten (at most
+    // the watchdog's time; the thread holds a reference to *c).
+    const uint64_t t0 = tr::now_ns();
+    while (c->enabling && tr::now_ns() - t0 < uint64_t(std::max(s.watchdog_s, 1.0) * 1e9))
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    if (c->enabling) return note_error_locked(s, "context destroyed while its async PC sampling enable is stuck: not disabled");
     std::unique_lock<std::timed_mutex> cupti(s.cupti, std::defer_lock);
     if (!cupti.try_lock_for(limit)) return note_error_locked(s, "context destroyed while the library's CUPTI call is stuck: its samples are lost");
     finish_context(s, r->context, *c, "context destroy");
@@ -1216,6 +1298,10 @@ void drain_thread() {
     std::unique_lock<std::timed_mutex> cupti(s.cupti, std::defer_lock);
     if (!cupti.try_lock_for(std::chrono::milliseconds(100))) continue;
     for (auto& [ctx, c] : enabled_contexts(s)) {
+      // Not while the context's first launch call runs: CUPTI sets the sampling up inside it
+      // (0.08-0.3 s on the H100), no kernel has run yet, and a GetData would only wait on it,
+      // holding the library's CUPTI lock.
+      if (c->first_launch == 1) continue;
       // CUPTI's calls expect the context current on the calling thread.
       if (cuCtxPushCurrent(ctx) != CUDA_SUCCESS) continue;
       drain(s, ctx, *c, "drain thread");
@@ -1330,7 +1416,7 @@ void write_end(State& s) {  // s.mu held
       to += tr::JsonLine::quote(f);
       if (!s.sass_counted.count(f) && n_missing++ < 6) names += (names.empty() ? "" : ", ") + demangle(f.c_str());
     }
-    tr::JsonLine("sass_summary").str("strategy", s.sass_strategy).boolean("lazy_patching", s.sass_lazy)
+    tr::JsonLine("sass_summary").str("strategy", s.sass_strategy).str("target", s.sass_target).boolean("lazy_patching", s.sass_lazy)
         .unum("launched", launched.size()).unum("counted", launched.size() - n_missing).raw("counted_functions", counted + "]")
         .raw("missing_functions", missing + "]").unum("enables", s.sass_enables).unum("flushes", s.sass_flushes)
         .unum("late_functions", s.sass_late.size()).write(s.out);
@@ -1347,7 +1433,9 @@ void write_end(State& s) {  // s.mu held
       .boolean("disabled_by_watchdog", s.disabled_by_watchdog).boolean("forced_exit", s.forced_exit)
       .unum("sass_ranges", s.sass_ranges).unum("sass_deferred_ranges", s.sass_deferred).unum("sass_dropped_records", s.sass_dropped)
       .str("sass_strategy", s.sass_strategy).unum("sass_enables", s.sass_enables).unum("sass_flushes", s.sass_flushes)
-      .str("pc_enable", s.pc_enable)
+      .str("pc_enable", s.pc_enable).str("sass_target", s.sass_target)
+      .raw("enable_s", std::to_string(s.enable_s)).raw("first_launch_s", std::to_string(s.first_launch_s))
+      .raw("exit_drain_s", std::to_string(s.exit_drain_s)).raw("disable_s", std::to_string(s.disable_s))
       .str("error", s.error).unum("end_ns", tr::now_ns())));
   std::fprintf(stderr, "archbench-pcsample: %s mode, %llu samples (%llu dropped, ~%llu lost to %llu overflowed drains), %zu modules%s%s; %s\n", s.mode.c_str(),
                static_cast<unsigned long long>(s.samples), static_cast<unsigned long long>(s.dropped),
@@ -1405,15 +1493,17 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   const std::string range = getenv_or("ARCHBENCH_PCSAMPLE_SASS_RANGE", "");
   s.sass_strategy = getenv_or("ARCHBENCH_PCSAMPLE_SASS_STRATEGY", range == "one" ? "once" : range == "function" ? "function" : "deferred");
   if (s.sass_strategy != "deferred" && s.sass_strategy != "deferred-module" && s.sass_strategy != "once" &&
-      s.sass_strategy != "function" && s.sass_strategy != "reconfig") {
-    std::fprintf(stderr, "archbench-pcsample: unknown SASS strategy %s (deferred, deferred-module, once, function or reconfig); "
-                 "unobserved\n", s.sass_strategy.c_str());
+      s.sass_strategy != "function" && s.sass_strategy != "reconfig" && s.sass_strategy != "target") {
+    std::fprintf(stderr, "archbench-pcsample: unknown SASS strategy %s (deferred, deferred-module, once, function, reconfig "
+                 "or target); unobserved\n", s.sass_strategy.c_str());
     return 0;
   }
+  s.sass_target = getenv_or("ARCHBENCH_PCSAMPLE_SASS_TARGET", "");
   // Eager patching for the deferred strategies (every function loaded by the first launch, patched
   // at once), lazy for the others, unless asked.
-  s.sass_lazy = getenv_or("ARCHBENCH_PCSAMPLE_SASS_LAZY", s.sass_strategy.rfind("deferred", 0) == 0 ? "0" : "1") != "0";
-  s.pc_enable = getenv_or("ARCHBENCH_PCSAMPLE_PC_ENABLE", "sync");
+  s.sass_lazy = getenv_or("ARCHBENCH_PCSAMPLE_SASS_LAZY",
+                          s.sass_strategy.rfind("deferred", 0) == 0 || s.sass_strategy == "target" ? "0" : "1") != "0";
+  s.pc_enable = getenv_or("ARCHBENCH_PCSAMPLE_PC_ENABLE", "async");
   if (s.pc_enable != "sync" && s.pc_enable != "async") {
     std::fprintf(stderr, "archbench-pcsample: unknown PC sampling enable %s (sync or async); unobserved\n", s.pc_enable.c_str());
     return 0;
@@ -1432,7 +1522,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   emit(s, std::move(tr::JsonLine("process").num("pid", getpid()).str("command", tr::command_line()).unum("start_ns", tr::now_ns())
       .str("date", date).str("mode", s.mode).str("drain", s.drain_mode).raw("watchdog_s", std::to_string(s.watchdog_s))
-      .str("sass_strategy", s.sass_strategy).boolean("sass_lazy_patching", s.sass_lazy).str("pc_enable", s.pc_enable)));
+      .str("sass_strategy", s.sass_strategy).str("sass_target", s.sass_target).boolean("sass_lazy_patching", s.sass_lazy)
+      .str("pc_enable", s.pc_enable)));
   dbg("injection: %s mode, drain %s every %.0f ms, watchdog %.0f s, out %s", s.mode.c_str(), s.drain_mode.c_str(),
       double(s.drain_ns) * 1e-6, s.watchdog_s, s.out_path.c_str());
   if (cuptiSubscribe(&s.sub, callback, nullptr) != CUPTI_SUCCESS) {
@@ -1440,6 +1531,8 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     return 0;
   }
   for (CUpti_CallbackId id : kLaunches) cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  if (s.mode == "pc")  // (async enable: a graph launch waits for it too)
+    for (CUpti_CallbackId id : kGraphLaunches) cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
   for (CUpti_CallbackId id : kSyncs) cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
   for (CUpti_CallbackId id : {CUPTI_CBID_RESOURCE_CONTEXT_CREATED, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
                               CUPTI_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING})
