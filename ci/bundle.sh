@@ -53,10 +53,12 @@ mkdir -p "$dest/bin" "$dest/lib" "$dest/tests"
 cp "$build/archbench" "$build/tests/archbench_unit" "$build/tests/archbench_conformance" "$dest/bin/"
 [ -x "$build/archbench_mpi" ] && cp "$build/archbench_mpi" "$dest/bin/"
 [ -x "$build/tests/archbench_cuda_compile" ] && cp "$build/tests/archbench_cuda_compile" "$dest/bin/"
-# The CUDA tracer (in lib/, outside the ldd scan: libcupti stays the node's own) and its planted
-# program, for ci/gpu-trace.sh.
+# The CUDA tracer (in lib/, outside the ldd scan: libcupti stays the node's own) and its test
+# programs, the planted one and what typical applications do (cuda_apis: its cuBLAS is the node's
+# own too, left out below), for ci/gpu-trace.sh.
 [ -e "$build/lib/libarchbench_trace_cuda.so" ] && cp "$build/lib/libarchbench_trace_cuda.so" "$dest/lib/"
 [ -x "$build/tests/archbench_trace_cuda_planted" ] && cp "$build/tests/archbench_trace_cuda_planted" "$dest/bin/"
+[ -x "$build/tests/archbench_trace_cuda_apis" ] && cp "$build/tests/archbench_trace_cuda_apis" "$dest/bin/"
 # The OpenCL tracer (LD_PRELOAD; tools/archbench_trace.py finds both tracers in ../lib) and its
 # planted programs: bundle/tools/archbench_trace.py run -- bundle/bin/archbench ...
 [ -e "$build/lib/libarchbench_trace_opencl.so" ] && cp "$build/lib/libarchbench_trace_opencl.so" "$dest/lib/"
@@ -78,6 +80,7 @@ for bin in "$dest"/bin/*; do
 done | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
     libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libgcc_s.so*) ;;
+    libcublas.so*|libcublasLt.so*) ;;  # archbench_trace_cuda_apis': the node's toolkit's, as libcupti (hundreds of MB)
     libOpenCL.so*) mkdir -p "$dest/lib/opencl" && cp -L "$lib" "$dest/lib/opencl/" ;;
     libnvrtc.so*)
       if [ "$cuda_from_node" = 0 ]; then

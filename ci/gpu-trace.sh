@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The CUDA tracer on a GPU node, from the repository root, with bundle/ made by
-# `ARCHBENCH_BUNDLE_CUDA=node ci/bundle.sh` (it carries libarchbench_trace_cuda.so and the planted
-# program; libcupti is the node's own, from CUDA_HOME or /usr/local/cuda):
+# `ARCHBENCH_BUNDLE_CUDA=node ci/bundle.sh` (it carries libarchbench_trace_cuda.so, the planted
+# program and archbench_trace_cuda_apis; libcupti and libcublas are the node's own, from CUDA_HOME
+# or /usr/local/cuda):
 #   1. the planted CUDA program untraced and traced (wall time of each, overhead);
-#   2. its end-to-end checks (tests/trace/cuda_trace_e2e.py: raw records, then the report);
+#   2. the end-to-end checks (tests/trace/cuda_trace_e2e.py: the planted program's raw records,
+#      then the report; cuda_apis traced by archbench_trace.py run, and its crash mode);
 #   3. archbench on a quick CUDA filter untraced and traced (wall time, overhead, and the
 #      device-timed results of both compared);
 #   4. tools/archbench_trace.py report on each trace (summary JSON and text, Perfetto trace).
@@ -24,6 +26,7 @@ out="$(cd "$out" && pwd)"
 cuda="${CUDA_HOME:-/usr/local/cuda}"
 lib="$root/bundle/lib/libarchbench_trace_cuda.so"
 planted="$root/bundle/bin/archbench_trace_cuda_planted"
+apis="$root/bundle/bin/archbench_trace_cuda_apis"
 tool="$root/tools/archbench_trace.py"
 filter="${ARCHBENCH_TRACE_FILTER:-^(launch/cuda/empty/(dispatch|round_trip)/.*|memory/cuda/copy/.*)$}"
 # libcupti (and NVRTC for a node-CUDA bundle) from the node's toolkit.
@@ -70,6 +73,7 @@ raw_in() { find "$1" -maxdepth 1 -name '*.jsonl' | head -n1; }
 } > "$out/node.txt" 2>&1
 [ -e "$lib" ] || fail "$lib is missing: make the bundle with ARCHBENCH_BUNDLE_CUDA=node ci/bundle.sh on a machine with the CUDA toolkit"
 [ -x "$planted" ] || fail "$planted is missing (same)"
+[ -x "$apis" ] || fail "$apis is missing (same): the end-to-end checks run without it"
 ls "$cuda"/lib64/libcupti.so* >/dev/null 2>&1 || fail "no libcupti in $cuda/lib64: set CUDA_HOME to the node's CUDA toolkit"
 [ -e "$tool" ] || fail "$tool is missing: the report steps will fail"
 
@@ -80,8 +84,10 @@ timed planted_traced env CUDA_INJECTION64_PATH="$lib" ARCHBENCH_TRACE_DIR="$out/
   fail "planted program traced: $(said planted_traced)"
 grep -q "archbench trace (cuda):.*->" "$out/planted_traced.log" || fail "the tracer did not say it wrote a trace (see planted_traced.log)"
 
-# 2. Its end-to-end checks (a second traced run, kept in e2e/).
-timed e2e python3 "$root/tests/trace/cuda_trace_e2e.py" --planted "$planted" --lib "$lib" --tool "$tool" --out "$out/e2e" ||
+# 2. The end-to-end checks (a second traced run of the planted program, and cuda_apis; kept in e2e/).
+apis_arg=()
+[ -x "$apis" ] && apis_arg=(--apis "$apis")
+timed e2e python3 "$root/tests/trace/cuda_trace_e2e.py" --planted "$planted" --lib "$lib" --tool "$tool" ${apis_arg[@]+"${apis_arg[@]}"} --out "$out/e2e" ||
   fail "end-to-end checks: $(grep -c '^FAIL' "$out/e2e.log") failed: $(grep '^FAIL' "$out/e2e.log" | head -n5 | tr '\n' ';') $(said e2e)"
 
 # 3. archbench, untraced then traced, on the same quick filter.

@@ -82,9 +82,16 @@ void axpy(float a, const float* x, float* y, cudaStream_t s = nullptr) {
 }
 
 // Driver calls (cuda_program::entry: the program does not link libcuda), with the types of the
-// CUDA 12.0 versions asked for, whatever the headers' newest ones.
+// versions asked for (CUDA 12.0's), whatever the headers' newest ones; but cuCtxCreate as of 12.5,
+// cuCtxCreate_v4 (a CUctxCreateParams* before the flags), what cuda.h's cuCtxCreate is in CUDA 13:
+// on CUDA 13 (driver 580) the one asked for as of 12.0, called with (ctx, flags, device), failed
+// natively with CUDA_ERROR_INVALID_DEVICE (101), the arguments read as v4's.
 struct Driver {
+#if CUDA_VERSION >= 12050
+  CUresult (*ctxCreate)(CUcontext*, CUctxCreateParams*, unsigned int, CUdevice);
+#else
   CUresult (*ctxCreate)(CUcontext*, unsigned int, CUdevice);
+#endif
   CUresult (*ctxDestroy)(CUcontext);
   CUresult (*ctxPushCurrent)(CUcontext);
   CUresult (*ctxPopCurrent)(CUcontext*);
@@ -274,7 +281,12 @@ __attribute__((noinline)) void apis_second_context() {
   CUdevice dev;
   check(drv.deviceGet(&dev, 0), "cuDeviceGet");
   CUcontext ctx;
-  check(drv.ctxCreate(&ctx, 0, dev), "cuCtxCreate");  // current on this thread now: pop it
+#if CUDA_VERSION >= 12050
+  CUctxCreateParams params = {};  // no execution affinity, no CIG
+  check(drv.ctxCreate(&ctx, &params, 0, dev), "cuCtxCreate");  // current on this thread now: pop it
+#else
+  check(drv.ctxCreate(&ctx, 0, dev), "cuCtxCreate");
+#endif
   check(drv.ctxPopCurrent(nullptr), "cuCtxPopCurrent");
   check(drv.ctxPushCurrent(ctx), "cuCtxPushCurrent");
   float *x = device_floats(), *y = device_floats();
@@ -334,7 +346,11 @@ __attribute__((noinline)) void apis_crash() {
 int main(int argc, char** argv) {
   std::string what = argc > 1 ? argv[1] : "all";
   cuda_program::require_device();
+#if CUDA_VERSION >= 12050
+  entry("cuCtxCreate", drv.ctxCreate, 12050);  // cuCtxCreate_v4
+#else
   entry("cuCtxCreate", drv.ctxCreate);
+#endif
   entry("cuCtxDestroy", drv.ctxDestroy);
   entry("cuCtxPushCurrent", drv.ctxPushCurrent);
   entry("cuCtxPopCurrent", drv.ctxPopCurrent);

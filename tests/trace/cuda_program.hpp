@@ -25,12 +25,13 @@ inline void check(CUresult e, const char* what) {
   }
 }
 
-// The driver's `name` as of CUDA 12.0 (cudaGetDriverEntryPointByVersion): `fn` has that version's type.
+// The driver's `name` as of CUDA `version` (cudaGetDriverEntryPointByVersion; 12000: 12.0): `fn`
+// must have that version's type (cudaTypedefs.h names each, e.g. PFN_cuCtxCreate_v12050).
 template <class F>
-void entry(const char* name, F*& fn) {
+void entry(const char* name, F*& fn, int version = 12000) {
   cudaDriverEntryPointQueryResult q;
   void* p = nullptr;
-  check(cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q), name);
+  check(cudaGetDriverEntryPointByVersion(name, &p, version, cudaEnableDefault, &q), name);
   if (q != cudaDriverEntryPointSuccess || !p) {
     fprintf(stderr, "%s: the driver has no %s\n", program_invocation_short_name, name);
     exit(1);
