@@ -95,6 +95,24 @@ class TraceTest(unittest.TestCase):
         self.assertEqual(g["by_path"], [{"path": "main > work", "samples": 2, "ns": 13 * MS}])
         self.assertIn({"function": "work(int)", "samples": 2, "ns": 13 * MS}, g["by_function"])
 
+    def test_waiting_samples_name_their_own_stack_or_where_the_thread_last_ran(self):
+        # A sleeping thread's sample: its own stack (path_from own) is where it waits; one whose
+        # stack could not be walked carries where the thread last ran (path_from last_run, or
+        # nothing in older files).
+        samples = [{"type": "sample", "tid": 1, "t_ns": t * MS, "ns": MS, "wait": "clock_nanosleep", "path": path, **extra}
+                   for t, path, extra in ((300, ["clock_nanosleep", "nap(double)", "main"], {"path_from": "own"}),
+                                          (301, ["clock_nanosleep", "nap(double)", "main"], {"path_from": "own"}),
+                                          (302, ["work(int)", "main"], {"path_from": "last_run"}),
+                                          (303, ["work(int)", "main"], {}))]
+        s = self.analyse([kernel(1, "a", 100, 200), kernel(2, "b", 400, 500)] + samples)
+        paths = {r["path"]: r["samples"] for r in s["gpu_idle_cause"]["by_path"]}
+        self.assertEqual(paths, {"waiting in clock_nanosleep: main > nap > clock_nanosleep": 2,
+                                 "waiting in clock_nanosleep (last ran in main > work)": 2})
+        self.assertIn({"function": "nap(double)", "samples": 2, "ns": 2 * MS}, s["gpu_idle_cause"]["by_function"])
+        gap = s["idle_gaps"][0]
+        self.assertEqual(gap["ns"], 200 * MS)
+        self.assertEqual(gap["host"]["samples"][0], {"path": "waiting in clock_nanosleep: main > nap > clock_nanosleep", "count": 2})
+
     def test_redundant_round_trip(self):
         s = self.analyse([copy(1, "d2h", 10, 11, "cafe"), copy(2, "h2d", 20, 21, "cafe", buffer="b2"),
                           copy(3, "h2d", 30, 31, "beef"), copy(4, "d2h", 40, 41, "beef")])

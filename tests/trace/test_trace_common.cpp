@@ -122,6 +122,96 @@ TEST(TraceCommon, SamplerSamplesASleepingThread) {
   EXPECT_EQ(s.dropped(), 0u);
 }
 
+// Exported and not inlined, so that a path can name it: sleeps `ms` whatever interrupts it.
+extern "C" __attribute__((noinline)) void trace_test_sleeper(int ms) {
+  timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  long long ns = until.tv_nsec + ms * 1000000ll;
+  until.tv_sec += ns / 1000000000;
+  until.tv_nsec = ns % 1000000000;
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nullptr) == EINTR) {
+  }
+  asm volatile("");  // not a tail call
+}
+
+extern "C" __attribute__((noinline)) void trace_test_sleeper_caller(int ms) {
+  trace_test_sleeper(ms);
+  asm volatile("");
+}
+
+// A thread that sleeps gets waiting samples with the stack it sleeps on (walked by the sampler
+// thread, no signal), not the path of where it last ran: GPU_IDLE_CAUSE charges the wait to the
+// function that waits. x86-64 only (elsewhere the samples have no stack: the writer gives them
+// the last running path).
+TEST(TraceCommon, WaitingSamplesHaveTheStackTheThreadSleepsOn) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "sleeping threads' stacks are walked on x86-64 only";
+#endif
+  tr::Sampler& s = tr::sampler();
+  std::string why;
+  ASSERT_TRUE(s.start(1000000, &why)) << why;
+  std::atomic<int> tid{0};
+  uint64_t t0 = tr::now_ns();
+  std::thread sleeper([&] {
+    tid = tr::this_tid();
+    s.add_this_thread();
+    trace_test_sleeper_caller(150);
+  });
+  sleeper.join();
+  uint64_t t1 = tr::now_ns();
+  s.stop();
+  EXPECT_EQ(s.method().find("without their stacks"), std::string::npos) << s.method();
+  size_t waiting = 0, named = 0;
+  std::string example;
+  for (size_t i = 0; i < s.count(); ++i) {
+    const tr::Sampler::Sample& x = s.at(i);
+    if (x.tid != tid || x.wait < 0 || x.t_ns < t0 || x.t_ns > t1) continue;
+    ++waiting;
+    bool sleeper_frame = false, caller_after = false;
+    std::string path;
+    for (int k = 0; k < x.n; ++k) {
+      const std::string& f = tr::symbolize(x.pcs[k]);
+      path += (k ? " < " : "") + f;
+      if (f == "trace_test_sleeper") sleeper_frame = true;
+      if (sleeper_frame && f == "trace_test_sleeper_caller") caller_after = true;
+    }
+    if (caller_after) ++named;
+    if (example.empty()) example = path;
+  }
+  printf("%zu waiting samples, %zu through trace_test_sleeper < trace_test_sleeper_caller; e.g. %s\n", waiting, named,
+         example.c_str());
+  ASSERT_GT(waiting, 20u);
+  EXPECT_GE(named, waiting * 9 / 10) << example;
+  EXPECT_EQ(s.dropped(), 0u);
+}
+
+// The writer: a waiting sample with its own stack names it (path_from own); one without takes
+// its thread's last running path (path_from last_run).
+TEST(TraceCommon, TraceFileWritesAWaitingSamplesOwnStack) {
+#if !defined(__x86_64__)
+  GTEST_SKIP() << "sleeping threads' stacks are walked on x86-64 only";
+#endif
+  tr::Sampler& s = tr::sampler();
+  std::string why;
+  ASSERT_TRUE(s.start(1000000, &why)) << why;
+  std::thread sleeper([&] {
+    s.add_this_thread();
+    trace_test_sleeper_caller(50);
+  });
+  sleeper.join();
+  s.stop();
+  char* buf = nullptr;
+  size_t n = 0;
+  tr::TraceFile t;
+  t.adopt(open_memstream(&buf, &n), "memory");
+  t.samples(true);
+  ASSERT_TRUE(t.close());
+  std::string text(buf, n);
+  free(buf);
+  EXPECT_NE(text.find("\"path_from\":\"own\""), std::string::npos);
+  EXPECT_NE(text.find("trace_test_sleeper_caller"), std::string::npos);
+}
+
 namespace {
 
 double ms_since(uint64_t t0) { return double(tr::now_ns() - t0) / 1e6; }

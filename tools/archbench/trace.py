@@ -357,11 +357,22 @@ def analyse(procs, top=10):
 def gap_host(procs, gap):
     """What the host did in an idle gap: the sampled paths in it, and the builds that overlap it."""
     lo, hi = gap["start_ns"], gap["end_ns"]
-    paths = collections.Counter((f"waiting in {s['wait']}: " if s.get("wait") else "") + short_path(s.get("path"))
+    paths = collections.Counter(sample_label(s, short_path(s.get("path")))
                                 for s in records(procs, "sample") if lo <= s["t_ns"] < hi)
     builds = [{"program": b.get("program"), "ns": min(hi, b["end_ns"]) - max(lo, b["start_ns"])}
               for b in records(procs, "build") if b["start_ns"] < hi and b["end_ns"] > lo]
     return {"samples": [{"path": k, "count": v} for k, v in paths.most_common(3)], "builds": builds}
+
+
+def sample_label(s, path):
+    """A sample's call path as the report shows it: a sleeping thread's names the call it sleeps
+    in, then its stack (FORMAT.md: path_from own) or, where that could not be walked, where the
+    thread last ran."""
+    if not s.get("wait"):
+        return path
+    if s.get("path_from") == "own":
+        return f"waiting in {s['wait']}: {path}"
+    return f"waiting in {s['wait']}" + (f" (last ran in {path})" if s.get("path") else "")
 
 
 def sample_period_ns(proc):
@@ -453,8 +464,7 @@ def gpu_idle_cause(procs, busy, top):
                 continue
             idle += 1
             key = short_path(s.get("path"), 8)
-            if s.get("wait"):  # a sleeping thread: the call it sleeps in, where it last ran
-                key = f"waiting in {s['wait']}" + (f" (last ran in {key})" if s.get("path") else "")
+            key = sample_label(s, key)
             by_path[key] += 1
             ns_path[key] += weight
             for f in set(s.get("path") or []):

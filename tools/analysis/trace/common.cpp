@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <dlfcn.h>
 #include <execinfo.h>
+#include <link.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <time.h>
@@ -292,17 +293,20 @@ void TraceFile::samples(bool final) {
     }
     JsonLine j("sample");
     j.num("tid", x.tid).unum("t_ns", x.t_ns).unum("ns", x.ns);
-    if (x.wait == -1) {
+    if (x.wait != -1) j.str("wait", syscall_name(x.wait));
+    if (x.wait == -1 || x.n > 0) {  // a running sample, or a waiting one with the stack it sleeps on
       Frames path;
       for (int k = 0; k < x.n; ++k)
         if (!inner_ || !inner_(x.pcs[k]) || k + 1 == x.n || !inner_(x.pcs[k + 1])) path.push_back(x.pcs[k]);
       uint64_t id = path_id(path);
-      last_run_[x.tid] = id;
       j.unum("path_id", id);
-    } else {
-      j.str("wait", syscall_name(x.wait));
+      if (x.wait == -1)
+        last_run_[x.tid] = id;
+      else
+        j.str("path_from", "own");
+    } else {  // a waiting sample whose stack could not be walked: where its thread last ran
       auto it = last_run_.find(x.tid);
-      if (it != last_run_.end()) j.unum("path_id", it->second);
+      if (it != last_run_.end()) j.unum("path_id", it->second).str("path_from", "last_run");
     }
     j.write(out_);
   }
@@ -363,6 +367,467 @@ ssize_t reread(int fd, char* buf, size_t n) {
   return r > 0 ? r : 0;
 }
 
+// The stack of a thread asleep in a system call, walked from the sampler thread without a signal
+// (a signal would end the call early with EINTR): /proc/self/task/<tid>/syscall gives the stack
+// pointer and the program counter it sleeps at, and the stack is walked from there by the
+// modules' unwind tables (.eh_frame, found by libgcc's _Unwind_Find_FDE), reading the sleeping
+// thread's stack through /proc/self/mem (a word that cannot be read ends the walk: it never
+// faults). Where a frame's rule needs a register the walk does not know (a frame pointer set
+// before the call it sleeps in, as in code built with frame pointers), the stack is scanned
+// for the return address of a call to that frame's function (scan). A walk is redone only when
+// the thread sleeps elsewhere or its stack words changed. x86-64 only: elsewhere a waiting sample
+// takes the path of its thread's latest running sample.
+#if defined(__x86_64__)
+struct EhBases {  // libgcc's struct dwarf_eh_bases
+  void* tbase;
+  void* dbase;
+  void* func;
+};
+using FindFde = const void* (*)(void*, EhBases*);
+
+constexpr int kRegs = 17;  // DWARF numbers of x86-64: 0-15 the general registers (6 rbp, 7 rsp), 16 the return address
+constexpr int kSp = 7, kRa = 16;
+enum How : uint8_t { kUnspec, kUndef, kSame, kOffset, kValOffset, kReg, kExpr };
+struct Rule {
+  How how = kUnspec;
+  int64_t off = 0;  // kOffset, kValOffset: from the CFA; kReg: the register
+};
+struct Row {
+  int cfa_reg = kSp;
+  int64_t cfa_off = 8;
+  bool cfa_expr = false;
+  Rule r[kRegs];
+};
+struct Cie {
+  uint64_t caf = 1;
+  int64_t daf = -8;
+  uint64_t ra = kRa;
+  uint8_t fde_enc = 0;
+  bool z = false;
+  const uint8_t *ins = nullptr, *end = nullptr;
+};
+
+uint64_t uleb(const uint8_t*& p, const uint8_t* end) {
+  uint64_t v = 0;
+  for (int shift = 0; p < end; shift += 7) {
+    uint8_t b = *p++;
+    if (shift < 64) v |= uint64_t(b & 0x7f) << shift;
+    if (!(b & 0x80)) break;
+  }
+  return v;
+}
+
+int64_t sleb(const uint8_t*& p, const uint8_t* end) {
+  uint64_t v = 0;
+  int shift = 0;
+  uint8_t b = 0;
+  while (p < end) {
+    b = *p++;
+    if (shift < 64) v |= uint64_t(b & 0x7f) << shift;
+    shift += 7;
+    if (!(b & 0x80)) break;
+  }
+  if (shift < 64 && (b & 0x40)) v |= ~uint64_t(0) << shift;
+  return int64_t(v);
+}
+
+// Skips a pointer encoded with `enc` (DW_EH_PE_*); false for an encoding it cannot size.
+bool skip_encoded(const uint8_t*& p, const uint8_t* end, uint8_t enc) {
+  if (enc == 0xff) return true;  // omitted
+  switch (enc & 0x0f) {
+    case 0x00: case 0x04: case 0x0c: p += 8; break;
+    case 0x02: case 0x0a: p += 2; break;
+    case 0x03: case 0x0b: p += 4; break;
+    case 0x01: case 0x09: uleb(p, end); break;
+    default: return false;
+  }
+  return p <= end;
+}
+
+bool parse_cie(const uint8_t* c, Cie* cie) {
+  uint32_t len, id;
+  memcpy(&len, c, 4);
+  if (len == 0 || len == 0xffffffffu) return false;
+  const uint8_t* p = c + 4;
+  const uint8_t* end = p + len;
+  memcpy(&id, p, 4);
+  p += 4;
+  if (id != 0) return false;
+  uint8_t version = *p++;
+  const char* aug = reinterpret_cast<const char*>(p);
+  p += strnlen(aug, size_t(end - p)) + 1;
+  if (strstr(aug, "eh")) p += 8;
+  cie->caf = uleb(p, end);
+  cie->daf = sleb(p, end);
+  cie->ra = version == 1 ? *p++ : uleb(p, end);
+  if (aug[0] == 'z') {
+    cie->z = true;
+    uint64_t n = uleb(p, end);
+    const uint8_t* aug_end = p + n;
+    for (const char* a = aug + 1; *a && p < aug_end; ++a) {
+      if (*a == 'R') {
+        cie->fde_enc = *p++;
+      } else if (*a == 'L') {
+        ++p;
+      } else if (*a == 'P') {
+        uint8_t e = *p++;
+        if (!skip_encoded(p, aug_end, e)) break;
+      } else if (*a != 'S' && *a != 'B' && *a != 'G') {
+        break;  // unknown: its data is skipped by the length
+      }
+    }
+    p = aug_end;
+  } else if (aug[0] != 0) {
+    return false;  // an augmentation without its length: cannot be skipped
+  }
+  cie->ins = p;
+  cie->end = end;
+  return p <= end;
+}
+
+void set_rule(Row& row, uint64_t reg, How how, int64_t off) {
+  if (reg < kRegs) row.r[reg] = Rule{how, off};
+}
+
+// Runs call frame instructions [p, end) from `loc` until the row for `target` is complete.
+// False on an instruction it does not know.
+bool run_cfi(const uint8_t* p, const uint8_t* end, uint64_t& loc, uint64_t target, Row& row, const Row& init,
+             const Cie& cie) {
+  Row saved[8];
+  int depth = 0;
+  auto advance = [&](uint64_t delta) {
+    loc += delta * cie.caf;
+    return loc > target;
+  };
+  while (p < end) {
+    uint8_t op = *p++, low = op & 0x3f;
+    uint64_t reg, off;
+    switch (op & 0xc0) {
+      case 0x40:
+        if (advance(low)) return true;
+        continue;
+      case 0x80:
+        set_rule(row, low, kOffset, int64_t(uleb(p, end)) * cie.daf);
+        continue;
+      case 0xc0:
+        if (low < kRegs) row.r[low] = init.r[low];
+        continue;
+    }
+    switch (op) {
+      case 0x00: break;  // nop
+      case 0x02: if (advance(*p++)) return true; break;
+      case 0x03: { uint16_t d; memcpy(&d, p, 2); p += 2; if (advance(d)) return true; break; }
+      case 0x04: { uint32_t d; memcpy(&d, p, 4); p += 4; if (advance(d)) return true; break; }
+      case 0x05: reg = uleb(p, end); off = uleb(p, end); set_rule(row, reg, kOffset, int64_t(off) * cie.daf); break;
+      case 0x06: reg = uleb(p, end); if (reg < kRegs) row.r[reg] = init.r[reg]; break;
+      case 0x07: set_rule(row, uleb(p, end), kUndef, 0); break;
+      case 0x08: set_rule(row, uleb(p, end), kSame, 0); break;
+      case 0x09: reg = uleb(p, end); off = uleb(p, end); set_rule(row, reg, kReg, int64_t(off)); break;
+      case 0x0a: if (depth == 8) return false; saved[depth++] = row; break;
+      case 0x0b: if (depth == 0) return false; row = saved[--depth]; break;
+      case 0x0c: row.cfa_reg = int(uleb(p, end)); row.cfa_off = int64_t(uleb(p, end)); row.cfa_expr = false; break;
+      case 0x0d: row.cfa_reg = int(uleb(p, end)); row.cfa_expr = false; break;
+      case 0x0e: row.cfa_off = int64_t(uleb(p, end)); break;
+      case 0x0f: off = uleb(p, end); p += off; row.cfa_expr = true; break;
+      case 0x10: reg = uleb(p, end); off = uleb(p, end); p += off; set_rule(row, reg, kExpr, 0); break;
+      case 0x11: reg = uleb(p, end); set_rule(row, reg, kOffset, sleb(p, end) * cie.daf); break;
+      case 0x12: row.cfa_reg = int(uleb(p, end)); row.cfa_off = sleb(p, end) * cie.daf; row.cfa_expr = false; break;
+      case 0x13: row.cfa_off = sleb(p, end) * cie.daf; break;
+      case 0x14: reg = uleb(p, end); off = uleb(p, end); set_rule(row, reg, kValOffset, int64_t(off) * cie.daf); break;
+      case 0x15: reg = uleb(p, end); set_rule(row, reg, kValOffset, sleb(p, end) * cie.daf); break;
+      case 0x16: reg = uleb(p, end); off = uleb(p, end); p += off; set_rule(row, reg, kExpr, 0); break;
+      case 0x2e: uleb(p, end); break;  // GNU_args_size
+      case 0x2f: reg = uleb(p, end); off = uleb(p, end); set_rule(row, reg, kOffset, -int64_t(off) * cie.daf); break;
+      default: return false;  // set_loc and the rest: not in the code compilers emit for x86-64
+    }
+  }
+  return true;
+}
+
+// The unwind row at `target` of the function whose FDE is `fde` and which starts at `func`.
+bool cfa_row(const uint8_t* fde, uint64_t func, uint64_t target, Row* row, uint64_t* ra_reg) {
+  uint32_t len, cie_off;
+  memcpy(&len, fde, 4);
+  if (len == 0 || len == 0xffffffffu) return false;
+  const uint8_t* p = fde + 4;
+  const uint8_t* end = p + len;
+  memcpy(&cie_off, p, 4);
+  Cie cie;
+  if (!parse_cie(p - cie_off, &cie)) return false;
+  p += 4;
+  if (!skip_encoded(p, end, cie.fde_enc) || !skip_encoded(p, end, cie.fde_enc & 0x0f)) return false;  // start, range
+  if (cie.z) {
+    uint64_t n = uleb(p, end);
+    p += n;
+  }
+  if (p > end || cie.ra >= kRegs) return false;
+  Row init;
+  uint64_t loc = func;
+  if (!run_cfi(cie.ins, cie.end, loc, ~uint64_t(0), init, init, cie)) return false;
+  *row = init;
+  if (!run_cfi(p, end, loc, target, *row, init, cie)) return false;
+  *ra_reg = cie.ra;
+  return true;
+}
+
+// Words of a sleeping thread's stack from its stack pointer up, read through /proc/self/mem as
+// far as the walk needs them (a page at a time).
+class StackWords {
+ public:
+  StackWords(int fd, uint64_t lo) : fd_(fd), lo_(lo) {}
+  bool word(uint64_t a, uint64_t* v) {
+    if (a < lo_ || (a - lo_) % 8) return false;  // below the stack pointer, or not a stack slot
+    size_t i = size_t((a - lo_) / 8);
+    while (i >= words_.size() && !ended_) grow();
+    if (i >= words_.size()) return false;
+    *v = words_[i];
+    return true;
+  }
+  uint64_t lo() const { return lo_; }
+  const std::vector<uint64_t>& words() const { return words_; }
+
+ private:
+  static constexpr size_t kPage = 512, kMax = 64 * kPage;  // 4 KB at a time, 256 KB at most
+  void grow() {
+    size_t have = words_.size();
+    if (have >= kMax) {
+      ended_ = true;
+      return;
+    }
+    words_.resize(have + kPage);
+    ssize_t r = pread(fd_, &words_[have], kPage * 8, off_t(lo_ + have * 8));
+    size_t got = r > 0 ? size_t(r) / 8 : 0;
+    words_.resize(have + got);
+    if (got < kPage) ended_ = true;
+  }
+  int fd_;
+  uint64_t lo_;
+  std::vector<uint64_t> words_;
+  bool ended_ = false;
+};
+
+class SleeperStacks {
+ public:
+  SleeperStacks(int mem_fd, FindFde find) : fd_(mem_fd), find_(find) {}
+
+  // The frames of thread `tid`, asleep at `sp` and `pc` (`where`: its whole syscall line),
+  // innermost first (pc, then return addresses), at most `max`; 0 when it cannot be walked. The
+  // last walk of the thread is reused when it sleeps where it did on the same stack words.
+  // `walked`: whether it was walked now (else reused).
+  int frames(int tid, const char* where, uint64_t sp, uint64_t pc, void** out, int max, uint64_t round, bool* walked) {
+    *walked = false;
+    if (fd_ < 0 || !find_) return 0;
+    Last& last = last_[tid];
+    last.round = round;
+    if (last.n && last.where == where && last.lo == sp && same_words(last)) {
+      int n = std::min(last.n, max);
+      std::copy(last.pcs, last.pcs + n, out);
+      return n;
+    }
+    *walked = true;
+    StackWords w(fd_, sp);
+    int n = walk(w, sp, pc, out, std::min(max, kMaxFrames));
+    last.where = where;
+    last.lo = sp;
+    last.words = w.words();
+    last.n = n;
+    std::copy(out, out + n, last.pcs);
+    return n;
+  }
+
+  // Forgets the threads not looked at since `round` (ended, or running since).
+  void forget_before(uint64_t round) {
+    for (auto it = last_.begin(); it != last_.end();)
+      it = it->second.round < round ? last_.erase(it) : std::next(it);
+  }
+
+ private:
+  static constexpr int kMaxFrames = 64;
+  struct Last {
+    std::string where;
+    uint64_t lo = 0, round = 0;
+    std::vector<uint64_t> words;  // every stack word the walk read
+    int n = 0;
+    void* pcs[kMaxFrames];
+  };
+
+  bool same_words(const Last& last) {
+    now_.resize(last.words.size());
+    size_t bytes = now_.size() * 8;
+    return pread(fd_, now_.data(), bytes, off_t(last.lo)) == ssize_t(bytes) &&
+           memcmp(now_.data(), last.words.data(), bytes) == 0;
+  }
+
+  // The executable segments of the loaded modules (dl_iterate_phdr), read again when modules
+  // were loaded or unloaded since.
+  void code_ranges() {
+    struct Ctx {
+      SleeperStacks* self;
+      unsigned long long adds, subs;
+    } ctx{this, 0, 0};
+    dl_iterate_phdr([](dl_phdr_info* info, size_t size, void* p) {
+      Ctx& c = *static_cast<Ctx*>(p);
+      if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+        c.adds = info->dlpi_adds;
+        c.subs = info->dlpi_subs;
+      }
+      return 1;  // the counts are the same in every entry
+    }, &ctx);
+    if (!code_.empty() && ctx.adds == adds_ && ctx.subs == subs_) return;
+    adds_ = ctx.adds;
+    subs_ = ctx.subs;
+    code_.clear();
+    dl_iterate_phdr([](dl_phdr_info* info, size_t, void* p) {
+      auto& code = *static_cast<std::vector<std::pair<uint64_t, uint64_t>>*>(p);
+      for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const auto& ph = info->dlpi_phdr[i];
+        if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
+          code.emplace_back(info->dlpi_addr + ph.p_vaddr, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+      }
+      return 0;
+    }, &code_);
+  }
+
+  bool in_code(uint64_t v) const {
+    for (const auto& [lo, hi] : code_)
+      if (v >= lo && v < hi) return true;
+    return false;
+  }
+
+  bool read(uint64_t a, void* out, size_t n) { return pread(fd_, out, n, off_t(a)) == ssize_t(n); }
+
+  // Where a jump lands: through a PLT entry ([endbr64] [bnd] jmp *GOT(%rip)) to what its GOT slot holds.
+  uint64_t through_plt(uint64_t t) {
+    uint8_t c[11];
+    if (!read(t, c, sizeof c)) return t;
+    size_t i = 0;
+    if (c[0] == 0xf3 && c[1] == 0x0f && c[2] == 0x1e && c[3] == 0xfa) i = 4;
+    if (c[i] == 0xf2) ++i;
+    if (i + 6 > sizeof c || c[i] != 0xff || c[i + 1] != 0x25) return t;
+    int32_t d;
+    memcpy(&d, c + i + 2, 4);
+    uint64_t slot = t + i + 6 + uint64_t(int64_t(d)), to = 0;
+    return read(slot, &to, 8) ? to : t;
+  }
+
+  // When `v` is a return address (a call instruction ends just before it, in code that has unwind
+  // tables): true, and in `target` the function that call enters where it can be told (a direct
+  // call, through its PLT entry, or a call through a GOT slot), else 0.
+  bool return_address(uint64_t v, uint64_t* target) {
+    if (!in_code(v - 1)) return false;
+    uint8_t c[7];  // c[k]: the byte at v - 7 + k; an instruction of L bytes starts at c[7 - L]
+    if (!read(v - 7, c, 7)) return false;
+    int32_t d;
+    *target = 0;
+    if (c[2] == 0xe8) {  // call rel32
+      memcpy(&d, c + 3, 4);
+      *target = through_plt(v + uint64_t(int64_t(d)));
+    } else if (c[1] == 0xff && c[2] == 0x15) {  // call *GOT(%rip)
+      memcpy(&d, c + 3, 4);
+      if (!read(v + uint64_t(int64_t(d)), target, 8)) *target = 0;
+    } else if (!((c[5] == 0xff && ((c[6] & 0xf8) == 0xd0 ||                                         // call *%reg
+                                   ((c[6] & 0xf8) == 0x10 && (c[6] & 7) != 4 && (c[6] & 7) != 5)))  // call *(%reg)
+                 || (c[4] == 0xff && (c[5] == 0x14 || ((c[5] & 0xf8) == 0x50 && (c[5] & 7) != 4)))   // (sib), disp8(%reg)
+                 || (c[3] == 0xff && c[4] == 0x54)                                                   // disp8(sib)
+                 || (c[1] == 0xff && ((c[2] & 0xf8) == 0x90 && (c[2] & 7) != 4))                     // disp32(%reg)
+                 || (c[0] == 0xff && c[1] == 0x94))) {                                               // disp32(sib)
+      return false;
+    }
+    EhBases b;
+    return find_(reinterpret_cast<void*>(v - 1), &b) != nullptr;
+  }
+
+  // The return address of a frame whose CFA cannot be worked out (its rule needs a register the
+  // walk does not know: a frame pointer set before the walk began): the stack is scanned from
+  // `from` for the slot of a return address from a call to `func`, the frame's function; failing
+  // that (it was entered by a tail call, or through a register), the first return address found.
+  // Words below the return address are the frame's own, where earlier calls may have left theirs.
+  bool scan(StackWords& w, uint64_t from, uint64_t func, uint64_t* cfa, uint64_t* ra) {
+    code_ranges();
+    uint64_t first = 0, first_slot = 0;
+    for (uint64_t a = from; a < from + 16384; a += 8) {
+      uint64_t v, target;
+      if (!w.word(a, &v)) break;
+      if (!return_address(v, &target)) continue;
+      if (func && target == func) {
+        *cfa = a + 8;
+        *ra = v;
+        return true;
+      }
+      if (!first) {
+        first = v;
+        first_slot = a;
+      }
+    }
+    if (!first) return false;
+    *cfa = first_slot + 8;
+    *ra = first;
+    return true;
+  }
+
+  int walk(StackWords& w, uint64_t sp, uint64_t pc, void** out, int max) {
+    uint64_t reg[kRegs] = {};
+    bool known[kRegs] = {};
+    reg[kSp] = sp;
+    known[kSp] = true;
+    int n = 0;
+    for (bool first = true; n < max; first = false) {
+      out[n++] = reinterpret_cast<void*>(pc);
+      // A return address's call is the instruction before it; the innermost pc is where the
+      // thread resumes.
+      uint64_t at = first ? pc : pc - 1;
+      Row row;
+      uint64_t ra_reg = kRa;
+      EhBases b{};
+      const void* fde = find_(reinterpret_cast<void*>(at), &b);
+      bool have = fde && cfa_row(static_cast<const uint8_t*>(fde), reinterpret_cast<uint64_t>(b.func), at, &row, &ra_reg);
+      uint64_t cfa = 0, ra = 0;
+      bool found = false;
+      if (have && !row.cfa_expr && row.cfa_reg >= 0 && row.cfa_reg < kRegs && known[row.cfa_reg]) {
+        cfa = reg[row.cfa_reg] + uint64_t(row.cfa_off);
+        const Rule& q = row.r[ra_reg];
+        if (q.how == kUndef) break;  // the outermost frame (_start, a thread's start routine)
+        found = q.how == kOffset && w.word(cfa + uint64_t(q.off), &ra);
+      }
+      if (!found) {
+        if (!scan(w, reg[kSp], fde ? reinterpret_cast<uint64_t>(b.func) : 0, &cfa, &ra)) break;
+        // The frame's own rules still say where it saved registers, if its return address is
+        // where they expect it.
+        have = have && row.r[ra_reg].how == kOffset && row.r[ra_reg].off == -8;
+      }
+      if (cfa <= reg[kSp] || ra == 0) break;  // the stack grows down: a frame is above the last
+      uint64_t next[kRegs];
+      bool next_known[kRegs] = {};
+      for (int r = 0; r < kRegs; ++r) {
+        const bool callee_saved = r == 3 || r == 6 || (r >= 12 && r <= 15);
+        const Rule q = have ? row.r[r] : Rule{kUndef, 0};
+        next[r] = 0;
+        switch (q.how) {
+          case kOffset: next_known[r] = w.word(cfa + uint64_t(q.off), &next[r]); break;
+          case kValOffset: next[r] = cfa + uint64_t(q.off); next_known[r] = true; break;
+          case kReg: if (q.off >= 0 && q.off < kRegs) { next[r] = reg[q.off]; next_known[r] = known[q.off]; } break;
+          case kUnspec: case kSame: if (callee_saved) { next[r] = reg[r]; next_known[r] = known[r]; } break;
+          default: break;
+        }
+      }
+      next[kSp] = cfa;
+      next_known[kSp] = true;
+      std::copy(next, next + kRegs, reg);
+      std::copy(next_known, next_known + kRegs, known);
+      pc = ra;
+    }
+    return n;
+  }
+
+  int fd_;
+  FindFde find_;
+  std::unordered_map<int, Last> last_;
+  std::vector<uint64_t> now_;
+  std::vector<std::pair<uint64_t, uint64_t>> code_;  // executable segments
+  unsigned long long adds_ = 0, subs_ = 0;          // dl_iterate_phdr's counts when code_ was read
+};
+#endif
+
 }  // namespace
 
 void Sampler::take(int tid, int wait, uint64_t ns, void* const* pcs, int n, uint64_t t) {
@@ -393,14 +858,29 @@ void Sampler::on_signal(int, siginfo_t* si, void*) {
   errno = saved;
 }
 
-// The sampler thread: every interval of wall time, a waiting sample of each thread that sleeps.
+// The sampler thread: every interval of wall time, a waiting sample of each thread that sleeps,
+// with the stack it sleeps on where it can be walked.
 void* Sampler::loop(void*) {
   Sampler& s = sampler();
   timespec next;
   clock_gettime(CLOCK_MONOTONIC, &next);
   uint64_t last_tick = now_ns();
   char buf[512];
+  struct Asleep {  // a thread found asleep, walked once the sampler's lock is released
+    int tid, nr, syscall_fd;
+    uint64_t ns, t, sp, pc;
+    bool regs;
+    char where[256];  // its whole syscall line (9 numbers at most)
+  };
+  std::vector<Asleep> asleep;
+  asleep.reserve(64);
+#if defined(__x86_64__)
+  SleeperStacks stacks(s.mem_fd_, reinterpret_cast<FindFde>(s.find_fde_));
+#endif
+  [[maybe_unused]] uint64_t round = 0;
   while (s.running_.load()) {
+    ++round;
+    asleep.clear();
     uint64_t t = uint64_t(next.tv_sec) * 1000000000ull + uint64_t(next.tv_nsec) + s.interval_ns_;
     uint64_t now = now_ns();
     if (t < now) t = now;  // fell behind (a loaded machine): the weights below count the delay
@@ -419,15 +899,45 @@ void* Sampler::loop(void*) {
         const char* close = strrchr(buf, ')');
         char state = close && close[1] ? close[2] : '?';
         if (state != 'S' && state != 'D') continue;  // running or runnable: the CPU timer's
-        int nr = -2;
-        if (th.syscall_fd >= 0 && reread(th.syscall_fd, buf, sizeof buf) && buf[0] >= '0' && buf[0] <= '9')
-          nr = atoi(buf);
-        s.take(th.tid, nr, std::min<uint64_t>(since, 100 * s.interval_ns_), nullptr, 0, now);
+        // "nr arg1 .. arg6 sp pc" in a system call, "-1 sp pc" blocked outside one.
+        Asleep a{th.tid, -2, th.syscall_fd, std::min<uint64_t>(since, 100 * s.interval_ns_), now, 0, 0, false, {}};
+        if (th.syscall_fd >= 0 && reread(th.syscall_fd, buf, sizeof buf) && (buf[0] == '-' || (buf[0] >= '0' && buf[0] <= '9'))) {
+          if (buf[0] != '-') a.nr = atoi(buf);
+          const char* tok[9];
+          int k = 0;
+          for (char* p = buf; *p && k < 9; ++p)
+            if (*p != ' ' && *p != '\n' && (p == buf || p[-1] == ' ')) tok[k++] = p;
+          if (k == 3 || k == 9) {
+            a.sp = strtoull(tok[k - 2], nullptr, 16);
+            a.pc = strtoull(tok[k - 1], nullptr, 16);
+            a.regs = a.sp && a.pc && strlen(buf) < sizeof a.where;
+            if (a.regs) strcpy(a.where, buf);
+          }
+        }
+        asleep.push_back(a);
       }
     }
-    if (s.tick_ && now_ns() - last_tick >= 1000000000ull) {
+    // The walks outside the lock: they take the dynamic loader's (a thread that holds it may be
+    // waiting for the sampler's, in add_this_thread).
+    for (const Asleep& a : asleep) {
+      void* pcs[30];
+      int n = 0;
+#if defined(__x86_64__)
+      if (a.regs) {
+        bool walked;
+        n = stacks.frames(a.tid, a.where, a.sp, a.pc, pcs, 30, round, &walked);
+        // Woken while it was walked: the words read may be of another stack.
+        if (n && walked && (!reread(a.syscall_fd, buf, sizeof buf) || strcmp(buf, a.where) != 0)) n = 0;
+      }
+#endif
+      s.take(a.tid, a.nr, a.ns, pcs, n, a.t);
+    }
+    if (now_ns() - last_tick >= 1000000000ull) {
       last_tick = now_ns();
-      s.tick_();
+#if defined(__x86_64__)
+      stacks.forget_before(round > 1000 ? round - 1000 : 0);
+#endif
+      if (s.tick_) s.tick_();
     }
   }
   return nullptr;
@@ -466,6 +976,20 @@ bool Sampler::start(uint64_t interval_ns, std::string* why, void (*tick)()) {
       signals_ = true;
   }
   running_ = true;
+#if defined(__x86_64__)
+  // The sleeping threads' stacks (SleeperStacks): their memory, read without faulting, and the
+  // modules' unwind tables.
+  if (mem_fd_ < 0) mem_fd_ = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+  if (!find_fde_) find_fde_ = dlsym(RTLD_DEFAULT, "_Unwind_Find_FDE");
+  if (mem_fd_ < 0)
+    no_stacks_ = std::string("/proc/self/mem: ") + strerror(errno);
+  else if (!find_fde_)
+    no_stacks_ = "no _Unwind_Find_FDE";
+  else
+    no_stacks_.clear();
+#else
+  no_stacks_ = "walked on x86-64 only";
+#endif
   // Every thread that exists now (the program's own, before the API started its helpers).
   if (DIR* d = opendir("/proc/self/task")) {
     while (dirent* e = readdir(d))
@@ -556,6 +1080,8 @@ void Sampler::reset_after_fork() {
     if (t.syscall_fd >= 0) close(t.syscall_fd);
   }
   threads_.clear();
+  if (mem_fd_ >= 0) close(mem_fd_);  // the parent's memory, not the child's
+  mem_fd_ = -1;
   running_ = false;
   signals_ = false;
   thread_started_ = false;
@@ -569,6 +1095,7 @@ std::string Sampler::method() const {
                                              : "wait states only (sleeping threads): no running samples";
   if (!aside_.empty()) m += " (" + aside_ + ")";
   if (!thread_started_ && running_) m += "; no sampler thread: no waiting samples";
+  else if (!no_stacks_.empty()) m += "; waiting samples without their stacks (" + no_stacks_ + "): where the thread last ran";
   return m;
 }
 

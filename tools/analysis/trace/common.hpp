@@ -114,7 +114,7 @@ class TraceFile {
   void put(JsonLine& j);
   /// The sampler's samples taken since the last call, as `sample` records: all of them when
   /// `final`, else up to the first slot whose signal is still being handled. A waiting sample
-  /// takes the path of its thread's latest running sample.
+  /// without a stack of its own takes the path of its thread's latest running sample.
   void samples(bool final);
   /// Writes the samples so far and flushes. A write error (a full disk) is said on stderr and
   /// closes the file: the trace stops there, the program runs on.
@@ -157,9 +157,12 @@ std::string command_line();
 /// it blocks): the residual, stated as the method in the process record.
 /// Waiting threads: a sampler thread (all signals blocked, so it never takes one of the
 /// program's) wakes every interval of wall time and reads each thread's state from
-/// /proc/self/task/<tid>/stat; a thread asleep or in uninterruptible wait gets a sample without
-/// a stack, naming the system call it waits in (/proc/self/task/<tid>/syscall). Its call path is
-/// that of the thread's last running sample, when it has one. Each sample carries the time it
+/// /proc/self/task/<tid>/stat; a thread asleep or in uninterruptible wait gets a sample naming
+/// the system call it waits in and the stack it sleeps on, walked from the stack pointer and
+/// program counter that /proc/self/task/<tid>/syscall gives by the modules' unwind tables, its
+/// stack read through /proc/self/mem (x86-64; the walk is reused while the thread sleeps where it
+/// did on the same stack words). Where it cannot be walked the sample has no stack (n == 0) and
+/// the writer gives it the path of the thread's last running sample. Each sample carries the time it
 /// stands for (`ns`): CPU time for a running one (the timer's overruns counted: the kernel checks
 /// CPU timers once per scheduler tick), wall time since the last look for a waiting one.
 /// If the program handles SIGPROF itself, the running samples stop (step_aside) and the waiting
@@ -216,6 +219,9 @@ class Sampler {
   unsigned long thread_ = 0;           // pthread_t of the sampler thread
   void (*tick_)() = nullptr;
   std::string aside_;                  // why the running samples stopped, if they did
+  int mem_fd_ = -1;                    // /proc/self/mem: the sleeping threads' stacks, read without faulting
+  void* find_fde_ = nullptr;           // libgcc's _Unwind_Find_FDE: the modules' unwind tables
+  std::string no_stacks_;              // why waiting samples have no stacks of their own, if they do not
 };
 
 /// Around fork (pthread_atfork), for a tracer's lock and file: the lock is held across the fork,
