@@ -97,6 +97,28 @@ class Arithmetic(unittest.TestCase):
         self.assertAlmostEqual(got["backend"], 0.75)
         self.assertAlmostEqual(got["frontend"], 0.0)
 
+    def test_some_stall_reasons_with_the_active_warps(self):
+        # IPC 2, warp efficiency 0.75, issued IPC 2.2 (sample 0): stall 0.45 of IPC_MAX. 20000 active
+        # warp-cycles less 2200 issued leave 17800 without an issue: barrier (fetch) holds 3000 of them,
+        # long_scoreboard (memory) 9000; the rest of the stall is stall_other (the library's arithmetic,
+        # inject.cpp level1, gives the same).
+        c = {"cycles": 1000.0, "executed": 2000.0, "thread": 48000.0, "issued": 2200.0, "warps": 20000.0,
+             "stall_long_scoreboard": 9000.0, "stall_barrier": 3000.0}
+        q = ["retire", "divergence", "frontend", "backend", "stall_other"]
+        got = timeline.level1(c, q, CLASSES)
+        self.assertAlmostEqual(got["frontend"], 0.45 * 3000 / 17800)
+        self.assertAlmostEqual(got["backend"], 0.45 * 9000 / 17800)
+        self.assertAlmostEqual(got["stall_other"], 0.45 * 5800 / 17800)
+        self.assertAlmostEqual(sum(got[k] for k in q), 1.0)
+        # More counted than the warps' idle cycles (sampling skew): the counted reasons share the stall.
+        got = timeline.level1(dict(c, warps=4000.0), q, CLASSES)
+        self.assertAlmostEqual(got["frontend"], 0.45 * 3000 / 12000)
+        self.assertAlmostEqual(got["backend"], 0.45 * 9000 / 12000)
+        self.assertAlmostEqual(got["stall_other"], 0.0)
+        # No active warps counted: nothing can be shared out.
+        got = timeline.level1(dict(c, warps=0.0), ["retire", "divergence", "backend", "stall_other"], CLASSES)
+        self.assertAlmostEqual(got["stall_other"], 0.45)
+
     def test_unclassified_reasons_stay_out_of_the_split(self):
         c = {"cycles": 1000.0, "executed": 2000.0, "stall_barrier": 100.0, "stall_new_reason": 900.0}
         got = timeline.level1(c, ["retire", "frontend", "backend"], {"barrier": "fetch", "new_reason": "unclassified"})
@@ -133,6 +155,95 @@ class Analysis(unittest.TestCase):
         self.assertAlmostEqual(sum(t[q] for q in res["quantities"]), 1.0)
         self.assertEqual([(i["kernel"], i["invocation"]) for i in res["invocations"]], [("a(float*)", 0), ("b()", 0)])
         self.assertEqual(res["kernel_source"], "CUPTI kernel records (GPU time)")
+
+    def test_stall_split_from_a_kernel_replay(self):
+        # The run measured no stall reason: stall only. The kernel-replay file says a's stall is 1/4
+        # frontend; b is not in it, so b's stall (sample 2: IPC 2, no divergence) stays stall.
+        m = METRICS[:4]
+        recs = records()
+        recs[3] = config(metrics=m, roles={k: ROLES[k] for k in m}, quantities=("retire", "divergence", "stall"))
+        recs[4], recs[6] = sample(0, S0[:4]), sample(2, [1000, 2000, 2000 * 32, 2000])
+        res = timeline.analyse(timeline.load(write(recs)[1]))
+        self.assertEqual(res["quantities"], ["retire", "divergence", "stall"])
+        stall_a = res["kernels"][[k["kernel"] for k in res["kernels"]].index("a(float*)")]["stall"]
+        self.assertAlmostEqual(stall_a, 0.45)
+        d = tempfile.mkdtemp()
+        path = os.path.join(d, "td.json")
+        with open(path, "w") as f:
+            json.dump({"kernels": [{"kernel": "a(float*)", "frontend": 0.1, "backend": 0.3},
+                                   {"kernel": "zzz()", "frontend": 0.0, "backend": 0.0}]}, f)
+        split = timeline.stall_split_of(path)
+        self.assertEqual(split, {"a(float*)": 0.25})
+        self.assertTrue(timeline.apply_stall_split(res, split, path))
+        self.assertEqual(res["quantities"], ["retire", "divergence", "frontend", "backend", "stall"])
+        self.assertEqual(res["measured_quantities"], ["retire", "divergence", "stall"])
+        k = {r["kernel"]: r for r in res["kernels"]}
+        self.assertAlmostEqual(k["a(float*)"]["frontend"], 0.45 / 4)
+        self.assertAlmostEqual(k["a(float*)"]["backend"], 0.45 * 3 / 4)
+        self.assertAlmostEqual(k["a(float*)"]["stall"], 0.0)
+        self.assertNotIn("frontend", k["b()"])
+        self.assertAlmostEqual(k["b()"]["stall"], 0.5)
+        s0 = res["samples"][0]["level1"]  # all of sample 0 is a's
+        self.assertAlmostEqual(s0["frontend"], 0.45 / 4)
+        self.assertAlmostEqual(s0["stall"], 0.0)
+        self.assertAlmostEqual(res["samples"][2]["level1"]["stall"], 0.5)
+        for smp in res["samples"]:
+            if smp["level1"]:
+                self.assertAlmostEqual(sum(smp["level1"][q] for q in res["quantities"]), 1.0)
+        # The run: stall 0.475 of IPC_MAX, shared as the samples' parts weighted by their cycles:
+        # sample 0 frontend 0.1125, backend 0.3375; sample 2 stall 0.5.
+        t = res["total"]
+        self.assertAlmostEqual(sum(t[q] for q in res["quantities"]), 1.0)
+        self.assertAlmostEqual(t["frontend"], 0.475 * 112.5 / 950)
+        self.assertAlmostEqual(t["backend"], 0.475 * 337.5 / 950)
+        self.assertAlmostEqual(t["stall"], 0.475 * 500 / 950)
+        self.assertIn("kernel-replay TopDown", res["context"]["stall_split"]["approximation"])
+        self.assertEqual(res["context"]["stall_split"]["kernels"], {"a(float*)": 0.25})
+        self.assertIn("approximated: frontend and backend", timeline.text_report(res))
+        drawn = timeline.chart_samples(res, limit=2)  # merged: the split parts weighted by cycles
+        self.assertAlmostEqual(sum(drawn[0]["level1"][q] for q in res["quantities"]), 1.0)
+        # Where the run measured frontend and backend itself, nothing is shared out.
+        res = timeline.analyse(timeline.load(write(records())[1]))
+        self.assertFalse(timeline.apply_stall_split(res, split, path))
+        with self.assertRaises(timeline.InputError):
+            timeline.stall_split_of(os.path.join(d, "missing.json"))
+
+    def test_the_library_costs(self):
+        recs = records()
+        recs[3] = dict(config(), setup_ns=300_000_000, start="context (context created)",
+                       setup={"cu_init_ns": 5_000_000, "profiler_init_ns": 1_000_000, "host_init_ns": 250_000_000,
+                              "enable_ns": 40_000_000, "waited_for_context_ns": 90_000_000})
+        recs.insert(1, {"type": "injection", "start": "context", "init_ns": 2_000_000})
+        recs.append({"type": "wait", "waited_ns": 60_000_000, "trigger": "context created", "host_ns": MONO})
+        recs.append({"type": "host", "times": {"init_ns": 200_000_000}, "since_start_ns": 210_000_000,
+                     "ready_ns": MONO})
+        e = next(i for i, r in enumerate(recs) if r["type"] == "end")
+        recs[e] = dict(recs[e], first_launch_wait_ns=60_000_000, end_ns=START + 900_000_000,
+                        decodes=7, decode={"total_ns": 30_000_000, "max_ns": 8_000_000, "set_aside": 40},
+                        exit={"join_ns": 1_000_000, "stop_ns": 2_000_000, "final_decode_ns": 10_000_000,
+                              "flush_ns": 3_000_000, "total_ns": 16_000_000})
+        res = timeline.analyse(timeline.load(write(recs)[1]))
+        k = res["context"]["costs"]
+        self.assertAlmostEqual(k["injection_init_s"], 0.002)
+        self.assertAlmostEqual(k["first_launch_wait_s"], 0.06)
+        self.assertAlmostEqual(k["setup_s"], 0.3)
+        self.assertAlmostEqual(k["setup_parts_s"]["host_init"], 0.25)
+        self.assertAlmostEqual(k["exit_s"], 0.016)
+        self.assertAlmostEqual(k["exit_parts_s"]["final_decode"], 0.01)
+        self.assertAlmostEqual(k["decode_s"], 0.03)
+        self.assertAlmostEqual(k["library_span_s"], 0.9)
+        c = dict(res["context"], native_s=0.5, sampled_s=0.65, spawn_ns=START - 100_000_000,
+                 exit_ns=START + 950_000_000, process_start_ns=START, end_ns=START + 900_000_000)
+        text = "\n".join(timeline.cost_lines(c))
+        self.assertIn("overhead: +0.150 s over the native run", text)
+        self.assertIn("0.100 s from the start until the program's cuInit loaded the library", text)
+        self.assertIn("0.060 s the first launch waited for the sampling to start (context (context created))", text)
+        self.assertIn("host_init 0.250", text)
+        self.assertIn("0.016 s at the end: join 0.001, stop 0.002, final_decode 0.010, flush 0.003", text)
+        self.assertIn("0.050 s from the end record until the program had exited", text)
+        self.assertIn("0.030 s decoding on the library's thread (7 decodes, the longest 8.0 ms)", text)
+        self.assertIn("0.210 s building the host object that evaluates the samples", text)
+        self.assertIn("40 samples decoded before it was there waited for it", text)
 
     def test_launches_only(self):
         _, path = write(records(kernels=False))
@@ -208,6 +319,26 @@ class Command(unittest.TestCase):
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
             launches = timeline.analyse(timeline.load(write(records(kernels=False))[1]))
             self.assertIsNone(timeline.write_chart(os.path.join(d, "l.svg"), launches))
+
+    def test_stall_split_option(self):
+        m = METRICS[:4]
+        recs = records()
+        recs[3] = config(metrics=m, roles={k: ROLES[k] for k in m}, quantities=("retire", "divergence", "stall"))
+        recs[4], recs[6] = sample(0, S0[:4]), sample(2, S2[:4])
+        d = tempfile.mkdtemp()
+        split = os.path.join(d, "td.json")
+        with open(split, "w") as f:
+            json.dump({"kernels": [{"kernel": "a(float*)", "frontend": 0.1, "backend": 0.3},
+                                   {"kernel": "b()", "frontend": 0.0, "backend": 0.2}]}, f)
+        _, p, j = self.run_tool(recs, "--stall-split", split, "--by-invocation")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(j["quantities"], ["retire", "divergence", "frontend", "backend"])
+        self.assertEqual(j["measured_quantities"], ["retire", "divergence", "stall"])
+        self.assertIn("approximated: frontend and backend: the stall this run measured", p.stdout)
+        self.assertIn("level 1 from one pass: retire, divergence, stall", p.stdout)
+        _, p, _ = self.run_tool(recs, "--stall-split", os.path.join(d, "none.json"))
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--stall-split", p.stderr)
 
     def test_crashed_run_keeps_what_was_recorded(self):
         _, p, j = self.run_tool(records(end=False))

@@ -8,10 +8,14 @@ breakdown is known in advance, under tools/archbench_topdown.py.
   - the raw counter values agree with Nsight Compute's (ncu, --clock-control none) for the same
     kernels within 5% (instruction counts, active cycles and every stall reason holding at least
     5% of the stalls; the others are printed). Skipped, with the reason, where ncu is absent;
-  - --timeline (CUPTI PM sampling, one pass): samples are written, each active sample's level-1
-    fractions and the run's add up to 1, the library's per-sample fractions are the tool's, the
-    wall times are recorded (the overhead is printed, not judged), and where CUPTI delivers
-    kernel records fma_chain retires more than stream_triad.
+  - --timeline (CUPTI PM sampling, one pass; the stall shared out between frontend and backend as
+    the kernel replay above found, --stall-split): samples are written, each active sample's
+    level-1 fractions and the run's add up to 1, the library's per-sample fractions are the
+    tool's, the wall times and the library's own costs are recorded (the overhead is printed, not
+    judged), and where CUPTI delivers kernel records fma_chain retires more than stream_triad,
+    stream_triad stalls at least 0.8 of IPC_MAX, and where warp efficiency is sampled fma_chain
+    diverges at most 0.05 and divergent's divergence grows with its paths; the samples' counters
+    over each kernel are printed beside the kernel replay's.
 
 Exit 77 (skip) where there is no CUDA device. --out DIR keeps every file written.
 """
@@ -95,12 +99,16 @@ def ncu_metrics(prog, metrics, out):
     return got, ""
 
 
-def run_timeline(tool, pm_lib, prog, out, failures):
-    """The time-resolved mode on the same program: the checks of the module's docstring."""
+def run_timeline(tool, pm_lib, prog, out, failures, replay_json=None, replay_first=None):
+    """The time-resolved mode on the same program: the checks of the module's docstring. The
+    kernel-replay run's JSON (replay_json) shares the stall out (--stall-split) and its first
+    launches' raw counters (replay_first) are printed beside the samples' sums."""
     j = os.path.join(out, "td_kernels-timeline.json")
     raw = os.path.join(out, "td_kernels-timeline.raw.jsonl")
     cmd = [sys.executable, tool, "--timeline", "--by-invocation", "--json", j, "--raw", raw,
            "-o", os.path.join(out, "td_kernels-timeline.svg")] + (["--lib", pm_lib] if pm_lib else [])
+    if replay_json and os.path.exists(replay_json):
+        cmd += ["--stall-split", replay_json]
     p = subprocess.run(cmd + ["--", prog], capture_output=True, text=True)
     with open(os.path.join(out, "td_kernels-timeline.txt"), "w") as f:
         f.write(p.stdout + p.stderr)
@@ -111,9 +119,11 @@ def run_timeline(tool, pm_lib, prog, out, failures):
     with open(j) as f:
         tl = json.load(f)
     c, q = tl["context"], tl["quantities"]
+    measured = tl.get("measured_quantities", q)
     active = [s for s in tl["samples"] if not s.get("idle")]
     print(f"timeline: {len(tl['samples'])} samples ({len(active)} active) every {c.get('interval_ns', 0) / 1e3:g} us; "
-          f"level 1 from one pass: {q}; kernels from {tl['kernel_source']}")
+          f"level 1 from one pass: {measured} (shown: {q}); counters {c.get('metrics')}; kernels from "
+          f"{tl['kernel_source']}")
     if not q or not active:
         failures.append(f"timeline: no active sample ({'; '.join(tl['errors']) or 'no error recorded'})")
         return
@@ -123,15 +133,17 @@ def run_timeline(tool, pm_lib, prog, out, failures):
     if abs(sum(tl["total"][k] for k in q) - 1) > 1e-3:
         failures.append(f"timeline: the run's fractions add up to {sum(tl['total'][k] for k in q)}")
     if "native_s" in c and "sampled_s" in c:
+        k = c.get("costs") or {}
         print(f"timeline wall time: native {c['native_s']:.3f} s, sampled {c['sampled_s']:.3f} s, overhead "
-              f"{c['sampled_s'] / c['native_s']:.2f}x (goal at most 1.3x; printed, not judged); setup "
-              f"{c.get('setup_ns', 0) * 1e-9:.3f} s")
+              f"{c['sampled_s'] / c['native_s']:.2f}x (goal at most 1.3x; printed, not judged); the first launch "
+              f"waited {k.get('first_launch_wait_s', 0):.3f} s, setup work {k.get('setup_s', 0):.3f} s "
+              f"({c.get('start')}), exit {k.get('exit_s', 0):.3f} s")
     else:
         failures.append("timeline: the wall times (native_s, sampled_s) are not recorded")
     sys.path.insert(0, os.path.dirname(os.path.abspath(tool)))
     from archbench import timeline  # the library's per-sample fractions against the tool's arithmetic
     differ = [s for s in timeline.analyse(timeline.load(raw))["samples"] if s["recorded"]
-              and any(abs(s["recorded"][k] - s["level1"][k]) > 1e-6 for k in q)]
+              and any(abs(s["recorded"][k] - s["level1"][k]) > 1e-6 for k in measured)]
     if differ:
         failures.append(f"timeline: {len(differ)} samples where the library and the tool differ, e.g. {differ[0]}")
     kernels = {k["kernel"].split("(")[0]: k for k in tl["kernels"]}
@@ -141,6 +153,28 @@ def run_timeline(tool, pm_lib, prog, out, failures):
               f"{st['retire']:.3f} ({st['samples']:.1f} samples)")
         if fma["retire"] <= st["retire"]:
             failures.append("timeline: fma_chain does not retire more than stream_triad")
+        lost = sum(st.get(x, 0.0) for x in ("stall", "stall_other", "frontend", "backend"))
+        print(f"timeline: stream_triad stalls {lost:.3f} of IPC_MAX (>= 0.8)")
+        if lost < 0.8:
+            failures.append(f"timeline: stream_triad stalls only {lost:.3f} of IPC_MAX")
+    if "divergence" in measured and "thread" in (c.get("roles") or {}).values():
+        if "divergence" in fma:
+            print(f"timeline: fma_chain divergence {fma['divergence']:.3f} (<= 0.05: the warp-efficiency counter)")
+            if fma["divergence"] > 0.05:
+                failures.append(f"timeline: fma_chain diverges {fma['divergence']:.3f}: the thread-instruction counter "
+                                "does not agree with the instruction counter")
+        div = [r.get("divergence") for r in tl["invocations"] if r["kernel"].startswith("divergent")]
+        print(f"timeline: divergent, paths 1..32: divergence {[round(d, 3) if d is not None else None for d in div]}")
+        if len(div) == 6 and None not in div and div[-1] < div[0] + 0.3:
+            failures.append(f"timeline: divergence does not grow with the paths: {div}")
+    if replay_first:  # the samples' sums against the kernel replay's first launch (each kernel runs twice)
+        names = {"cycles": "sm__cycles_active.sum", "executed": "sm__inst_executed.sum",
+                 "issued": "sm__inst_issued.sum", "thread": "smsp__thread_inst_executed.sum"}
+        for kname in ("fma_chain", "stream_triad"):
+            got, ref = kernels.get(kname, {}).get("counters", {}), replay_first.get(kname, {})
+            cells = [f"{role} {got[role] / (2 * ref[m]):.3f}" for role, m in names.items()
+                     if role in got and ref.get(m)]
+            print(f"timeline: {kname} samples' counters over the kernel replay's (2 launches): {', '.join(cells)}")
 
 
 def main():
@@ -206,7 +240,7 @@ def main():
                     failures.append(f"{k} {m}: {a_:.6g} vs ncu {b_:.6g} ({100 * diff:.1f}%)")
         with open(os.path.join(out, "td_kernels-vs-ncu.json"), "w") as f:
             json.dump(comparison, f, indent=1)
-    run_timeline(a.tool, a.pm_lib, a.prog, out, failures)
+    run_timeline(a.tool, a.pm_lib, a.prog, out, failures, os.path.join(out, "td_kernels-topdown.json"), ours)
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))
         return 1

@@ -6,11 +6,19 @@ interval (libarchbench_pmsampling.so, tools/analysis/pmsampling/inject.cpp).
   archbench_topdown.py --timeline [options] --report RAW.jsonl     analyse an earlier run's file
 
 The program runs natively (wall time), then with the library injected (CUDA_INJECTION64_PATH); the
-overhead is the ratio of the two wall times. The library samples the counters TopDown level 1
-needs that fit in one pass (it says which level-1 quantities that allows: retire, divergence,
-frontend and backend, or stall where no stall reason fits), so every fraction below is a part of
-IPC_MAX (4 warp-instructions a cycle per SM) and they add up to 1. They come from the counters
-summed over the samples in question, so that busier samples weigh more:
+overhead is the ratio of the two wall times, taken apart from the library's own timings (its start:
+what the first launch waited for, what ran beside the program; its end: flush, stop, last decode).
+The library samples the counters TopDown level 1 needs that fit in one pass and says which level-1
+quantities that allows and what is approximated: retire, divergence, and frontend and backend
+where every stall reason is counted; where only some are (with the active warps), frontend or
+backend holds those (a lower bound) and stall_other the rest; else stall. By CUPTI 13.0's host API
+no chip samples a stall reason in one pass (GA102, AD102, GH100, GB100, GB202: each needs 2 by
+itself), so stall it is; --stall-split TOPDOWN.json
+shares each kernel's stall out between frontend and backend as a kernel-replay TopDown of the same
+program found (archbench_topdown.py --json; an approximation, said: the split is that run's, per
+kernel, not this run's). Every fraction below is a part of IPC_MAX (4 warp-instructions a cycle per
+SM) and they add up to 1. They come from the counters summed over the samples in question, so that
+busier samples weigh more:
 
   run       every sample of the run (the whole device, whatever ran);
   kernel    the samples overlapping each kernel's GPU time (CUPTI's kernel records), each sample's
@@ -29,20 +37,23 @@ import bisect
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 
 from . import charts, cli, topdown
 from .cli import InputError
 from .cli import html as escape
 
 IPC_MAX = 4.0
-ORDER = ["retire", "divergence", "frontend", "backend", "stall"]
+ORDER = ["retire", "divergence", "frontend", "backend", "stall_other", "stall"]
 COLORS = {"retire": "#2ca02c", "divergence": "#9467bd", "frontend": "#1f77b4", "backend": "#d62728",
-          "stall": "#ff7f0e", "idle": "#dddddd"}
+          "stall_other": "#ff7f0e", "stall": "#ff7f0e", "idle": "#dddddd"}
 KERNEL_COLORS = ["#8c564b", "#e377c2", "#bcbd22", "#17becf", "#393b79", "#637939", "#843c39", "#7b4173"]  # not level 1's
 FRONTEND_CLASSES, BACKEND_CLASSES = ("fetch", "decode"), ("memory", "core")
-TYPES = ("process", "config", "base_metrics", "clock", "name", "launch", "kernel", "sample", "error", "end")
+TYPES = ("process", "injection", "config", "base_metrics", "clock", "name", "launch", "wait", "host", "kernel",
+         "sample", "error", "end")
 CHART_POINTS = 3000  # samples drawn at most (more are merged)
 CLOCK_TOLERANCE_NS = 1e9  # a sample clock within this of a known clock at the start is that clock
 
@@ -93,14 +104,20 @@ def add_into(into, counters, scale=1.0):
 
 def level1(c, quantities, stall_class):
     """TopDown level 1 (design.md, seed 004 eqs. 4.2-4.7, fixtures/meters/topdown.cpp) from summed
-    counters {role: value}, as fractions of IPC_MAX: the quantities the sampled set allows
-    (retire, divergence, frontend and backend, or stall), and ipc; None where the SMs executed
-    nothing. A counter not collected counts as nothing lost to it (no replay, every lane active)."""
+    counters {role: value}, as fractions of IPC_MAX: the quantities the sampled set allows, and
+    ipc; None where the SMs executed nothing. A counter not collected counts as nothing lost to it
+    (no replay, every lane active). The stall (what retire and divergence leave of IPC_MAX) is
+      - with every stall reason (frontend and backend): shared out as the reasons' counts are;
+      - with some (stall_other among the quantities): each counted reason takes its share of the
+        warps' cycles without an issue (active warp-cycles minus instructions issued), frontend
+        and backend hold those, stall_other the rest (the library's level1, inject.cpp);
+      - else one quantity, stall."""
     cycles, executed = c.get("cycles", 0.0), c.get("executed", 0.0)
     if cycles <= 0 or executed <= 0:
         return None
     ipc = executed / cycles
-    ipc_issued = c.get("issued", executed) / cycles
+    issued = c.get("issued", executed)
+    ipc_issued = issued / cycles
     efficiency = min(1.0, c.get("thread", executed * 32) / (executed * 32))
     retire, branch = ipc * efficiency, ipc * (1 - efficiency)
     replay = max(0.0, ipc_issued - ipc)
@@ -110,7 +127,19 @@ def level1(c, quantities, stall_class):
     out = {"retire": retire / IPC_MAX}
     if "divergence" in quantities:
         out["divergence"] = (branch + replay) / IPC_MAX
-    if "frontend" in quantities:
+    if "stall_other" in quantities:
+        idle = c.get("warps", 0.0) - issued
+        fs = front / idle if idle > 0 else 0.0
+        bs = back / idle if idle > 0 else 0.0
+        if fs + bs > 1:
+            total = fs + bs
+            fs, bs = fs / total, bs / total
+        if "frontend" in quantities:
+            out["frontend"] = stall * fs
+        if "backend" in quantities:
+            out["backend"] = stall * bs
+        out["stall_other"] = stall - stall * fs - stall * bs
+    elif "frontend" in quantities:
         out["frontend"] = stall * front / (front + back) if front + back > 0 else 0.0
         out["backend"] = stall * back / (front + back) if front + back > 0 else stall  # as topdown.cpp
     else:
@@ -161,8 +190,10 @@ def analyse(recs):
     metrics, roles, quantities = cfg["metrics"], cfg["roles"], cfg["level1"]
     stall_class = cfg.get("stall_class", {})
     context.update({k: cfg.get(k) for k in ("chip", "device_name", "pci_bus_id", "interval_ns", "trigger", "decode_ms",
-                                            "hw_buffer_bytes", "max_samples", "selection", "setup_ns", "activity")})
-    context.update(metrics=metrics, notes=cfg.get("notes", []), not_collected=cfg.get("not_collected", {}))
+                                            "hw_buffer_bytes", "max_samples", "counter_data_bytes", "selection",
+                                            "selection_trials", "setup_ns", "activity", "start", "split")})
+    context.update(metrics=metrics, roles=roles, notes=cfg.get("notes", []),
+                   approximations=cfg.get("approximations", []), not_collected=cfg.get("not_collected", {}))
     raw = sorted(recs["sample"], key=lambda s: int(s["start"]))
     offset, clock = sample_clock(recs, int(raw[0]["start"])) if raw else (0, "none (no sample)")
     context["sample_clock"] = clock
@@ -189,6 +220,8 @@ def analyse(recs):
         for i, frac in overlaps(samples, ends, t0, t1):
             add_into(c, samples[i]["counters"], frac)
             n += frac
+            on = samples[i].setdefault("kernels", {})
+            on[k["name"]] = on.get(k["name"], 0.0) + frac
         agg = by_name.setdefault(k["name"], {"kernel": k["name"], "launches": 0, "gpu_time_s": 0.0, "samples": 0.0,
                                              "counters": {}})
         agg["launches"] += 1
@@ -201,7 +234,7 @@ def analyse(recs):
     gpu_total = sum(a["gpu_time_s"] for a in by_name.values())
     kernels = []
     for a in sorted(by_name.values(), key=lambda a: -a["gpu_time_s"]):
-        row = {k: v for k, v in a.items() if k != "counters"}
+        row = dict(a)
         row["time_share"] = a["gpu_time_s"] / gpu_total if gpu_total else 0.0
         row.update(level1(a["counters"], quantities, stall_class) or {})
         kernels.append(row)
@@ -212,6 +245,7 @@ def analyse(recs):
     whole = {"kernel": "RUN (every sample)", "launches": len(records) or len(launches), "samples": float(len(samples)),
              "gpu_time_s": gpu_total, "sampled_s": run_s, **(level1(total, quantities, stall_class) or {})}
     end = (recs["end"] or [{}])[0]
+    context["costs"] = library_costs(recs)
     context.update(samples=len(samples), active_samples=sum(1 for s in samples if s["level1"]),
                    lost=end.get("lost", 0), overflow=end.get("overflow", False), ended=end.get("why", ""),
                    trouble=end.get("trouble", ""),
@@ -222,6 +256,181 @@ def analyse(recs):
             "kernels": kernels, "invocations": invocations, "launches": launches,
             "kernel_source": "CUPTI kernel records (GPU time)" if records else
             ("launches only (host time)" if launches else "none")}
+
+
+def library_costs(recs):
+    """What the library's records say of its own time, in seconds: the setup's parts (on the
+    library's thread unless it started at the first launch), what the first launch waited, the
+    library's load, the exit's parts and the decoding."""
+    ns = 1e-9
+    cfg, end = (recs["config"] or [{}])[0], (recs["end"] or [{}])[0]
+    inj, wait = (recs["injection"] or [{}])[0], (recs["wait"] or [{}])[0]
+    out = {}
+    if "init_ns" in inj:
+        out["injection_init_s"] = inj["init_ns"] * ns
+    if "setup_ns" in cfg:
+        out["setup_s"] = cfg["setup_ns"] * ns
+    if isinstance(cfg.get("setup"), dict):
+        out["setup_parts_s"] = {k[:-3] if k.endswith("_ns") else k: v * ns for k, v in cfg["setup"].items()}
+    if "waited_ns" in wait or "first_launch_wait_ns" in end:
+        out["first_launch_wait_s"] = wait.get("waited_ns", end.get("first_launch_wait_ns", 0)) * ns
+        out["first_launch_trigger"] = wait.get("trigger", "")
+    host = (recs["host"] or [{}])[0]
+    if "since_start_ns" in host:
+        out["host_object_s"] = host["since_start_ns"] * ns
+        out["host_object_error"] = host.get("error", "")
+    if isinstance(end.get("exit"), dict):
+        parts = {k[:-3] if k.endswith("_ns") else k: v * ns for k, v in end["exit"].items()}
+        out["exit_s"] = parts.pop("total", sum(parts.values()))
+        out["exit_parts_s"] = parts
+    if isinstance(end.get("decode"), dict):
+        d = end["decode"]
+        out["decode_s"] = d.get("total_ns", 0) * ns
+        out["decode_max_s"] = d.get("max_ns", 0) * ns
+        out["decodes"] = end.get("decodes", 0)
+        out["set_aside"] = d.get("set_aside", 0)
+    proc = (recs["process"] or [{}])[0]
+    if "end_ns" in end and "start_ns" in proc:
+        out["library_span_s"] = (int(end["end_ns"]) - int(proc["start_ns"])) * ns
+    return out
+
+
+def cost_lines(c):
+    """The overhead taken apart: the sampled run's wall time against the native one's, and the
+    library's own timings (library_costs; spawn_ns / exit_ns: the command's own clock, the same
+    CLOCK_MONOTONIC as the library's)."""
+    k = c.get("costs") or {}
+    lines = []
+    if "native_s" in c and "sampled_s" in c:
+        lines.append(f"overhead: {c['sampled_s'] - c['native_s']:+.3f} s over the native run ({c['native_s']:.3f} s -> "
+                     f"{c['sampled_s']:.3f} s, {c['sampled_s'] / c['native_s']:.2f}x); the library's own times:")
+    elif k:
+        lines.append("the library's own times:")
+    if "spawn_ns" in c and c.get("process_start_ns"):
+        lines.append(f"  {(c['process_start_ns'] - c['spawn_ns']) * 1e-9:.3f} s from the start until the program's "
+                     "cuInit loaded the library (the native run has its own)")
+    if "injection_init_s" in k:
+        lines.append(f"  {k['injection_init_s']:.3f} s the library's initialisation (in the program's cuInit)")
+    if "first_launch_wait_s" in k:
+        how = c.get("start") or ""
+        lines.append(f"  {k['first_launch_wait_s']:.3f} s the first launch waited for the sampling to start "
+                     f"({how or k.get('first_launch_trigger', '')})")
+    if "setup_s" in k:
+        waits = ("cu_init", "waited_for_context")  # the library's thread waiting for the driver, for a context
+        sp = k.get("setup_parts_s") or {}
+        parts = ", ".join(f"{n} {v:.3f}" for n, v in sp.items() if v >= 0.0005 and n not in waits)
+        waited = ", ".join(f"{n} {v:.3f}" for n, v in sp.items() if v >= 0.0005 and n in waits)
+        lines.append(f"  {k['setup_s']:.3f} s the setup's work" + (" (on the library's thread, beside the program)"
+                                                                    if not str(c.get("start", "")).startswith("sync")
+                                                                    else "") + (f": {parts}" if parts else "")
+                     + (f" (it also waited: {waited})" if waited else ""))
+    if "host_object_s" in k:
+        lines.append(f"  {k['host_object_s']:.3f} s building the host object that evaluates the samples (on a "
+                     "thread of its own: the cached config image started the sampling without it"
+                     + (f"; {k['set_aside']} samples decoded before it was there waited for it" if k.get("set_aside")
+                        else "") + ")" + (f"; it failed: {k['host_object_error']}" if k.get("host_object_error") else ""))
+    if "exit_s" in k:
+        parts = ", ".join(f"{n} {v:.3f}" for n, v in (k.get("exit_parts_s") or {}).items() if v >= 0.0005)
+        lines.append(f"  {k['exit_s']:.3f} s at the end" + (f": {parts}" if parts else ""))
+    if "exit_ns" in c and c.get("end_ns"):
+        lines.append(f"  {(c['exit_ns'] - c['end_ns']) * 1e-9:.3f} s from the end record until the program had exited "
+                     "(CUDA's and CUPTI's teardown; the native run has its own)")
+    if "decode_s" in k:
+        lines.append(f"  {k['decode_s']:.3f} s decoding on the library's thread ({k.get('decodes', 0)} decodes, the "
+                     f"longest {1e3 * k.get('decode_max_s', 0):.1f} ms)")
+    return lines
+
+
+def stall_split_of(path):
+    """{kernel name: frontend's share of the stall} from a kernel-replay TopDown's JSON
+    (archbench_topdown.py --json): each kernel's frontend / (frontend + backend)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        rows = doc["kernels"]
+        out = {}
+        for r in rows:
+            fe, be = float(r.get("frontend", 0) or 0), float(r.get("backend", 0) or 0)
+            if fe + be > 0:
+                out[str(r["kernel"])] = fe / (fe + be)
+        return out
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise InputError(f"--stall-split {path}: not a kernel-replay TopDown JSON (archbench_topdown.py --json): {e}")
+
+
+def share_for(name, split):
+    """The frontend share for kernel `name`: its own, else that of the one kernel of its base name."""
+    if name in split:
+        return split[name]
+    base = name.split("(")[0]
+    same = [v for k, v in split.items() if k.split("(")[0] == base]
+    return same[0] if len(same) == 1 else None
+
+
+def apply_stall_split(res, split, source):
+    """Shares each stall out between frontend and backend as the kernel-replay TopDown `split`
+    found for its kernel: a kernel's (and a launch's) stall at its kernel's share; a sample's at
+    its kernels' shares weighted by their overlap; the run's at the samples' (weighted by their
+    active cycles). What no kernel of the file accounts for stays stall."""
+    q = res["quantities"]
+    if "stall" not in q or not split:
+        return False
+    used = {}
+
+    def split_row(row, name):
+        if not isinstance(row.get("stall"), float):
+            return
+        r = share_for(name, split)
+        if r is None:
+            return
+        used[name] = r
+        st = row["stall"]
+        row.update(frontend=st * r, backend=st * (1 - r), stall=0.0)
+
+    for row in res["kernels"]:
+        split_row(row, row["kernel"])
+    for row in res["invocations"]:
+        split_row(row, row["kernel"])
+    weights = {"frontend": 0.0, "backend": 0.0, "stall": 0.0}
+    for smp in res["samples"]:
+        l1 = smp["level1"]
+        if not l1:
+            continue
+        st, on = l1["stall"], smp.get("kernels", {})
+        total = sum(on.values())
+        fe = be = 0.0
+        for name, w in on.items():
+            r = share_for(name, split)
+            if r is not None and total > 0:
+                used[name] = r
+                fe += st * r * w / total
+                be += st * (1 - r) * w / total
+        l1.update(frontend=fe, backend=be, stall=st - fe - be)
+        cyc = smp["counters"].get("cycles", 0.0)
+        for key in weights:
+            weights[key] += cyc * l1[key]
+    t = res["total"]
+    if isinstance(t.get("stall"), float):
+        sw = sum(weights.values())
+        st = t["stall"]
+        for key in ("frontend", "backend"):
+            t[key] = st * weights[key] / sw if sw > 0 else 0.0
+        t["stall"] = st - t["frontend"] - t["backend"]
+    rest = max([abs(r.get("stall", 0.0)) for r in res["kernels"] + res["invocations"] + [t]
+                if isinstance(r.get("stall"), float)] +
+               [abs(smp["level1"]["stall"]) for smp in res["samples"] if smp["level1"]] + [0.0])
+    keep_stall = rest > 1e-9
+    if not keep_stall:
+        for r in res["kernels"] + res["invocations"] + [t] + [smp["level1"] for smp in res["samples"] if smp["level1"]]:
+            r.pop("stall", None)
+    res["measured_quantities"] = list(q)
+    res["quantities"] = [x for x in q if x != "stall"] + ["frontend", "backend"] + (["stall"] if keep_stall else [])
+    res["context"]["stall_split"] = {
+        "source": source, "kernels": used,
+        "approximation": "frontend and backend: the stall this run measured, shared out kernel by kernel as the "
+                         f"kernel-replay TopDown in {source} found (its frontend / (frontend + backend)); not measured "
+                         "in this run" + ("; stall: what no kernel of that file accounts for" if keep_stall else "")}
+    return True
 
 
 # ------------------------------------------------------------------------------ text and JSON
@@ -252,9 +461,15 @@ def text_report(res, by_invocation=False):
                  f"{span:.3f} s, {c['active_samples']} with instructions executed"
                  + (f"; {c['lost']} lost" if c.get("lost") else "")
                  + ("; the hardware buffer overflowed" if c.get("overflow") else ""))
-    lines.append(f"level 1 from one pass: {', '.join(q)} ({len(c['metrics'])} counters, chosen by {c.get('selection')})")
+    measured = res.get("measured_quantities", q)
+    lines.append(f"level 1 from one pass: {', '.join(measured)} ({len(c['metrics'])} counters: "
+                 f"{', '.join(c['metrics'])}; chosen by {c.get('selection')})")
     for n in c.get("notes", []):
         lines.append(f"  note: {n}")
+    for n in c.get("approximations", []):
+        lines.append(f"  approximated: {n}")
+    if c.get("stall_split"):
+        lines.append(f"  approximated: {c['stall_split']['approximation']}")
     if c.get("not_collected"):
         lines.append("  not in the pass: " + ", ".join(sorted(c["not_collected"])))
     lines.append(f"kernels from: {res['kernel_source']}; sample times: {c.get('sample_clock')}")
@@ -273,6 +488,7 @@ def text_report(res, by_invocation=False):
 def json_doc(res):
     doc = {k: res[k] for k in ("context", "errors", "quantities", "total", "kernels", "invocations", "launches",
                                "kernel_source")}
+    doc["measured_quantities"] = res.get("measured_quantities", res["quantities"])
     doc["samples"] = [{"start_s": s["start_s"], "end_s": s["end_s"], **(s["level1"] or {"idle": True})}
                       for s in res["samples"]]
     return doc
@@ -282,18 +498,26 @@ def json_doc(res):
 
 def chart_samples(res, limit=CHART_POINTS):
     """The samples as drawn: at most `limit`, consecutive ones merged (their counters summed) where
-    there are more."""
+    there are more; a stall shared out by --stall-split is merged weighting each sample by its
+    active cycles."""
     samples = res["samples"]
     step = -(-len(samples) // limit) if samples else 1
     if step <= 1:
         return samples
+    measured = res.get("measured_quantities", res["quantities"])
+    extra = [k for k in res["quantities"] if k not in measured or k == "stall"] if "measured_quantities" in res else []
     out = []
     for i in range(0, len(samples), step):
         group, c = samples[i:i + step], {}
         for s in group:
             add_into(c, s["counters"])
-        out.append({"start_s": group[0]["start_s"], "end_s": group[-1]["end_s"],
-                    "level1": level1(c, res["quantities"], res["stall_class"])})
+        l1 = level1(c, measured, res["stall_class"])
+        if l1 and extra:
+            w = {k: sum(s["counters"].get("cycles", 0.0) * (s["level1"] or {}).get(k, 0.0) for s in group)
+                 for k in extra}
+            st, total = l1.pop("stall", 0.0), sum(w.values())
+            l1.update({k: st * v / total if total > 0 else 0.0 for k, v in w.items()})
+        out.append({"start_s": group[0]["start_s"], "end_s": group[-1]["end_s"], "level1": l1})
     return out
 
 
@@ -425,6 +649,17 @@ def find_lib(given):
     return topdown.find_lib(given, name="libarchbench_pmsampling.so", variable="ARCHBENCH_PM_LIB")
 
 
+def timed(cmd, env):
+    """(exit status, wall seconds, start and end on CLOCK_MONOTONIC in ns: the library's clock)."""
+    start = time.monotonic_ns()
+    try:
+        rc = subprocess.call(cmd, env=env)
+    except FileNotFoundError:
+        raise InputError(f"no such program: {cmd[0]}")
+    end = time.monotonic_ns()
+    return rc, (end - start) * 1e-9, start, end
+
+
 def sample_run(a, cmd, context):
     """The program natively (wall time; not with --no-native), then under the PM-sampling library;
     the times, the overhead and the raw file's path go in context; returns the sampled run's exit
@@ -441,10 +676,10 @@ def sample_run(a, cmd, context):
     env = topdown.cupti_env(dict(os.environ))
     env.update({"CUDA_INJECTION64_PATH": lib, "ARCHBENCH_PM_OUT": raw, "ARCHBENCH_PM_INTERVAL_US": repr(a.interval_us)})
     for opt, var in ((a.decode_ms, "ARCHBENCH_PM_DECODE_MS"), (a.hw_buffer_mb, "ARCHBENCH_PM_HW_BUFFER_MB"),
-                     (a.metrics, "ARCHBENCH_PM_METRICS")):
+                     (a.metrics, "ARCHBENCH_PM_METRICS"), (a.start, "ARCHBENCH_PM_START")):
         if opt is not None:
             env[var] = str(opt)
-    rc, context["sampled_s"] = topdown.timed(cmd, env)
+    rc, context["sampled_s"], context["spawn_ns"], context["exit_ns"] = timed(cmd, env)
     if context.get("native_s"):
         context["overhead"] = context["sampled_s"] / context["native_s"]
     context["raw"] = raw
@@ -458,7 +693,15 @@ def run(argv):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--interval-us", type=float, default=100.0, help="sampling interval in microseconds (default 100)")
     ap.add_argument("--decode-ms", type=int, help="time between two decodes of the hardware buffer (default 20)")
-    ap.add_argument("--hw-buffer-mb", type=int, help="CUPTI's hardware buffer for samples (default 64)")
+    ap.add_argument("--hw-buffer-mb", type=int,
+                    help="CUPTI's hardware buffer for samples (default: 8 decode periods' samples, 32 to 512 MB)")
+    ap.add_argument("--start", choices=("context", "launch", "sync"),
+                    help="when the library starts sampling: context (default: prepared as the library loads, "
+                         "started on the first context's device, the first launch waiting for it), launch (the "
+                         "device part at the first launch) or sync (everything at the first launch)")
+    ap.add_argument("--stall-split", metavar="TOPDOWN.json",
+                    help="share each kernel's stall out between frontend and backend as this kernel-replay TopDown "
+                         "(archbench_topdown.py --json) of the same program found (an approximation, said)")
     ap.add_argument("--metrics", help="comma-separated counters to sample instead of the library's one-pass search")
     ap.add_argument("--by-invocation", action="store_true", help="also list each launch's level 1 (seed 004 fig. 5.5)")
     ap.add_argument("--json", help="write the analysis, every sample's fractions included, as JSON here")
@@ -480,15 +723,24 @@ def run(argv):
     recs = load(a.report or run_context["raw"])
     res = analyse(recs)
     res["context"].update(run_context)
+    proc, end = (recs["process"] or [{}])[0], (recs["end"] or [{}])[0]
+    res["context"].update(process_start_ns=proc.get("start_ns"), end_ns=end.get("end_ns"))
+    if a.stall_split:
+        if not apply_stall_split(res, stall_split_of(a.stall_split), a.stall_split):
+            print(f"archbench_topdown --timeline: --stall-split {a.stall_split}: nothing to share out (the run measured "
+                  "frontend and backend, or no kernel of the file ran)", file=sys.stderr)
     for e in res["errors"]:
         print(f"archbench_topdown --timeline: {e}", file=sys.stderr)
     print(text_report(res, a.by_invocation))
     c = res["context"]
     if "overhead" in c:
+        wait = (c.get("costs") or {}).get("first_launch_wait_s")
         print(f"\nwall time: native {c['native_s']:.3f} s, sampled {c['sampled_s']:.3f} s, overhead {c['overhead']:.2f}x"
-              + (f" (of which setup {c['setup_ns'] * 1e-9:.3f} s)" if c.get("setup_ns") else ""))
+              + (f" (the first launch waited {wait:.3f} s for the start)" if wait is not None else ""))
     elif "sampled_s" in c:
         print(f"\nwall time: sampled {c['sampled_s']:.3f} s")
+    for line in cost_lines(c):
+        print(line)
     if not recs["end"] and recs["config"]:
         print("the run ended without an end record (it crashed or was killed): shown is what was recorded until then")
     if a.json:

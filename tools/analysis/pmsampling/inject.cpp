@@ -4,39 +4,71 @@
 // PM Sampling API while the program runs unchanged. Kernels are never replayed nor serialised:
 // the hardware counts the whole device and a sample is taken every interval.
 //
-// At the first kernel (or graph) launch, PM sampling is enabled on the launching context's
-// device with the counters TopDown level 1 needs (fixtures/meters/topdown.hpp) that fit in ONE
-// pass: the IPC counters (sm__cycles_active, sm__inst_executed: required), then
-// smsp__thread_inst_executed (warp efficiency: Divergence's branch part), sm__inst_issued
-// (its replay part) and the smsp__warps_issue_stalled_<reason> counters (the Frontend / Backend
-// split), each kept only while the Profiler Host API still counts one pass. The set a chip
-// allows is cached (ARCHBENCH_PM_CACHE) so that later runs skip the search. A thread of the
-// library decodes the hardware buffer every ARCHBENCH_PM_DECODE_MS and writes one line a sample
-// as it goes (flushed): its GPU start and end, the raw counter values and the level-1 fractions
-// the collected counters allow (the arithmetic of fixtures/meters/topdown.cpp, every part a
-// fraction of IPC_MAX). Kernels are recorded as they run (CUPTI's concurrent-kernel activity
-// records: name, GPU start and end) and as they are launched (host time), so that the timeline
-// can say which kernel ran when. At exit, or when the sampled context is destroyed, sampling
-// stops, the rest is decoded and an `end` line is written.
+// The counters: those TopDown level 1 needs (fixtures/meters/topdown.hpp) that fit in ONE pass.
+// A chip's PM sampling offers its counters plainly (sm__inst_executed, ...) and in single-pass
+// collections Nsight Compute's PM sampling uses, named <unit>.<collection>.<counter> (GH100:
+// TPC.TriageCompute.sm__cycles_active, TPC.TriageCompute.sm__inst_executed_realtime, ...). Each
+// is searched (the IPC pair required; then warp efficiency, issued instructions, active warps and
+// the stall reasons, each kept only while the Profiler Host API still counts one pass; a
+// collection's set then grows with plain counters it lacks) and the set giving most of level 1 is
+// taken. On GH100 (and AD102, GA102, GB100, GB202 by the host API) that is sm__cycles_active,
+// sm__inst_executed, sm__thread_inst_executed_pred_on_realtime and sm__inst_issued: no
+// smsp__warps_issue_stalled_<reason> can be sampled in one pass at all (each alone needs 2), nor
+// smsp__thread_inst_executed. What the set allows is said in the config record (level1, notes,
+// approximations): retire, divergence (warp efficiency from predicated-on thread instructions,
+// said), and
+//   - frontend and backend where every stall reason is counted (their shares, as topdown.cpp);
+//   - where only some are, with the warps' active cycles: each counted reason's share of the
+//     warps' cycles without an issue (active warp-cycles minus instructions issued), so frontend
+//     or backend holds the counted reasons only (a lower bound) and stall_other the rest;
+//   - else stall (frontend and backend together; archbench_topdown.py --stall-split shares it out
+//     as a kernel-replay TopDown found).
+// The set, its config image and the chip's stall reasons are cached per chip and CUPTI version
+// (ARCHBENCH_PM_CACHE), so that later runs neither list the chip's counters nor search, and start
+// without a host object (whose first initialisation, libnvperf_host's, took 0.4-0.5 s on a build
+// machine).
+//
+// Start: by default (ARCHBENCH_PM_START=context) a thread of the library prepares everything as
+// soon as the library is loaded (the driver's initialisation, the chip, the counter availability,
+// the set and its config image), while the program goes on creating its context, and starts the
+// sampling on the device of the program's first context as soon as it exists; the program's
+// first kernel launch waits for that (a `wait` record says how long), so that no kernel goes
+// unsampled. With a cached config image the host object (to evaluate samples) is built on a
+// second thread meanwhile; samples decoded before it is there are set aside and evaluated when it
+// is. `launch`: the device part at the first launch (a process that creates a context but
+// launches nothing leaves the device to others); `sync`: everything at the first launch, on the
+// launching thread.
+// The thread then decodes the hardware buffer every ARCHBENCH_PM_DECODE_MS and writes one line a
+// sample as it goes (flushed): its GPU start and end, the raw counter values and the level-1
+// fractions (the arithmetic of fixtures/meters/topdown.cpp, every part a fraction of IPC_MAX).
+// Kernels are recorded as they run (CUPTI's concurrent-kernel activity records: name, GPU start
+// and end) and as they are launched (host time). At exit, or when the sampled context is
+// destroyed, sampling stops, the rest is decoded, PM sampling is disabled and an `end` line is
+// written. Every step's time is recorded (injection; config: setup; wait; host; end: exit,
+// decode) so that the overhead can be taken apart.
 //
 // The program is never broken: any CUPTI failure is one line on stderr (and an `error` record)
 // and the program runs on unprofiled, with its own exit status; the library installs no signal
-// handler and its thread blocks every signal.
+// handler and its threads block every signal.
 //
-// Records, one JSON object a line (tools/archbench/timeline.py reads them): process, config,
-// base_metrics, clock, name, launch, kernel, sample, error, end.
+// Records, one JSON object a line (tools/archbench/timeline.py reads them): process, injection,
+// base_metrics, config, clock, name, launch, wait, host, kernel, sample, error, end.
 // Environment (set by the command):
 //   ARCHBENCH_PM_OUT           output file (default ./pmsampling-<pid>.jsonl)
 //   ARCHBENCH_PM_INTERVAL_US   sampling interval in microseconds (default 100)
 //   ARCHBENCH_PM_DECODE_MS     time between two decodes of the hardware buffer (default 20)
-//   ARCHBENCH_PM_HW_BUFFER_MB  CUPTI's hardware buffer (default 64)
-//   ARCHBENCH_PM_MAX_SAMPLES   slots of the counter-data image (default: 8 decodes' samples,
-//                              512 to 16384)
+//   ARCHBENCH_PM_START         context (default), launch or sync (see above)
+//   ARCHBENCH_PM_WAIT_S        at most this long a first launch waits for the start (default 10)
+//   ARCHBENCH_PM_HW_BUFFER_MB  CUPTI's hardware buffer (default: 8 decodes' samples at the counter
+//                              data's size per sample, 32 to 512 MB)
+//   ARCHBENCH_PM_MAX_SAMPLES   slots of a counter-data image (default: 2 decodes' samples and 64
+//                              more, 128 to 16384)
 //   ARCHBENCH_PM_APPEND        oldest (default: an overflow stops the sampling, said) or latest
 //   ARCHBENCH_PM_KERNELS       1 (default): kernel activity records; 0: launches only
+//   ARCHBENCH_PM_DISABLE       1 (default): PM sampling disabled at the end (timed); 0: left to exit
 //   ARCHBENCH_PM_METRICS       comma-separated metrics to collect instead of the search
 //   ARCHBENCH_PM_CACHE         file of the chip's one-pass set (default
-//                              $XDG_CACHE_HOME/archbench/pmsampling-v1-<chip>.metrics; 0: none)
+//                              $XDG_CACHE_HOME/archbench/pmsampling-v2-<chip>.metrics; 0: none)
 #include <cuda.h>
 #include <cupti.h>
 #include <cupti_pmsampling.h>
@@ -71,6 +103,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "fixtures/meters/topdown.hpp"
@@ -83,6 +116,7 @@ namespace tr = archbench::trace;
 namespace {
 
 constexpr const char* kTag = "archbench-pmsampling";
+constexpr const char* kCacheHeader = "# archbench-pmsampling one-pass set v2";
 
 // A CUPTI parameter block: zeroed, with the size CUPTI checks its version by.
 template <class P>
@@ -143,6 +177,28 @@ std::string json_object(const std::map<std::string, std::string>& m) {
   return s + "}";
 }
 
+// Named durations (and instants) in nanoseconds, in the order they were taken.
+struct Times {
+  std::vector<std::pair<std::string, std::uint64_t>> parts;
+  std::uint64_t last = tr::now_ns();
+  // The time since the previous lap (or the start), as `name`.
+  void lap(const std::string& name) {
+    const std::uint64_t t = tr::now_ns();
+    parts.emplace_back(name, t - last);
+    last = t;
+  }
+  void put(const std::string& name, std::uint64_t v) { parts.emplace_back(name, v); }
+  void add(const Times& o) { parts.insert(parts.end(), o.parts.begin(), o.parts.end()); }
+  std::string json() const {
+    std::string s = "{";
+    for (const auto& [k, v] : parts) {
+      if (s.size() > 1) s += ',';
+      s += tr::JsonLine::quote(k) + ':' + std::to_string(v);
+    }
+    return s + "}";
+  }
+};
+
 // A number from the environment; the default (said on stderr) where it is not one in [lo, hi].
 double env_number(const char* name, double def, double lo, double hi) {
   const char* e = std::getenv(name);
@@ -159,33 +215,78 @@ double env_number(const char* name, double def, double lo, double hi) {
 struct Settings {
   std::uint64_t interval_ns = 100000;
   unsigned decode_ms = 20;
-  std::size_t hw_buffer = std::size_t(64) << 20;
-  std::uint32_t max_samples = 512;
-  bool keep_latest = false;
-  bool kernels = true;
+  std::size_t hw_buffer = 0;      // 0: sized from the counter data's size per sample
+  std::uint32_t max_samples = 0;  // 0: from the interval and the decode period
+  bool keep_latest = false, kernels = true, disable = true;
+  double wait_s = 10;
+  std::string start = "context";  // context, launch or sync
   std::string metrics, cache;
 };
 
 // ---- The counters: which part of the level-1 formulas each collected metric feeds ----------
 
-enum class Role { cycles, executed, issued, thread, stall, other };
+enum class Role { cycles, executed, issued, thread, warps, stall, other };
 const char* role_name(Role r) {
   switch (r) {
     case Role::cycles: return "cycles";
     case Role::executed: return "executed";
     case Role::issued: return "issued";
     case Role::thread: return "thread";
+    case Role::warps: return "warps";
     case Role::stall: return "stall";
     default: return "other";
   }
 }
 
-// The name without rollup and without a `_realtime` suffix (the PM-sampling variant of a counter).
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : text + sep) {
+    if (c == sep || c == '\n') {
+      while (!cur.empty() && std::isspace(static_cast<unsigned char>(cur.back()))) cur.pop_back();
+      const std::size_t b = cur.find_first_not_of(" \t");
+      if (b != std::string::npos) out.push_back(cur.substr(b));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  return out;
+}
+
+// A metric's parts: "TPC.TriageCompute.sm__inst_executed_realtime.sum" is the counter
+// sm__inst_executed_realtime of the unit TPC in the single-pass collection TriageCompute;
+// "sm__inst_issued.sum" a plain counter (no collection).
+struct Parts {
+  std::string collection, counter;
+};
+Parts parts_of(const std::string& metric) {
+  std::vector<std::string> p;
+  std::string cur;
+  for (char c : metric + '.') {
+    if (c == '.') {
+      p.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (p[i].find("__") != std::string::npos) return {i >= 1 ? p[i - 1] : "", p[i]};
+  return {"", p.empty() ? metric : p[0]};
+}
+
+// The counter without its collection, rollup and `_realtime` suffix (the real-time variant).
 std::string base_of(const std::string& metric) {
-  std::string b = metric.substr(0, metric.find('.'));
+  std::string b = parts_of(metric).counter;
   const std::string rt = "_realtime";
   if (b.size() > rt.size() && b.compare(b.size() - rt.size(), rt.size(), rt) == 0) b.resize(b.size() - rt.size());
   return b;
+}
+
+bool is_pred_on(const std::string& metric) {
+  const std::string b = base_of(metric), p = "_pred_on";
+  return b.size() > p.size() && b.compare(b.size() - p.size(), p.size(), p) == 0;
 }
 
 Role role_of(const std::string& metric, std::string* reason) {
@@ -193,7 +294,10 @@ Role role_of(const std::string& metric, std::string* reason) {
   if (b == "sm__cycles_active") return Role::cycles;
   if (b == "sm__inst_executed" || b == "smsp__inst_executed") return Role::executed;
   if (b == "sm__inst_issued" || b == "smsp__inst_issued") return Role::issued;
-  if (b == "smsp__thread_inst_executed" || b == "sm__thread_inst_executed") return Role::thread;
+  if (b == "smsp__thread_inst_executed" || b == "sm__thread_inst_executed" || b == "smsp__thread_inst_executed_pred_on" ||
+      b == "sm__thread_inst_executed_pred_on")
+    return Role::thread;
+  if (b == "smsp__warps_active" || b == "sm__warps_active" || b == "tpc__warps_active") return Role::warps;
   if (b.rfind(ab::kStallPrefix, 0) == 0 && b.find("not_issued") == std::string::npos) {
     *reason = b.substr(std::string(ab::kStallPrefix).size());
     return Role::stall;
@@ -211,6 +315,8 @@ const char* class_name(ab::StallClass c) {
     default: return "unclassified";
   }
 }
+bool frontend_class(ab::StallClass c) { return c == ab::StallClass::fetch || c == ab::StallClass::decode; }
+bool backend_class(ab::StallClass c) { return c == ab::StallClass::memory || c == ab::StallClass::core; }
 
 // The stall reasons by how much of a typical kernel's stalls they hold: where not all fit in one
 // pass, the first ones are kept.
@@ -222,39 +328,73 @@ const std::vector<std::string>& stall_priority() {
   return k;
 }
 
-// What the chip's PM-sampling counters offer for level 1, in the order they are tried: the two
-// required IPC counters first, then the optional ones, then the stall reasons.
-struct Wanted {
-  std::vector<std::string> required, optional;
-};
-Wanted wanted_metrics(const std::vector<std::string>& base) {
-  const std::set<std::string> have(base.begin(), base.end());
-  auto first = [&](std::initializer_list<const char*> names) -> std::string {
-    for (const char* n : names)
-      if (have.count(n)) return std::string(n) + ".sum";
-    return "";
-  };
-  Wanted w;
-  const std::string cycles = first({"sm__cycles_active", "sm__cycles_active_realtime"});
-  const std::string executed = first({"sm__inst_executed", "sm__inst_executed_realtime", "smsp__inst_executed",
-                                      "smsp__inst_executed_realtime"});
-  if (cycles.empty() || executed.empty())
-    throw std::runtime_error(std::string("this GPU's PM sampling has no ") +
-                             (cycles.empty() ? "sm__cycles_active" : "sm__inst_executed") + " counter: no IPC, no TopDown");
-  w.required = {cycles, executed};
-  for (const std::string& m : {first({"smsp__thread_inst_executed", "smsp__thread_inst_executed_realtime"}),
-                               first({"sm__inst_issued", "sm__inst_issued_realtime", "smsp__inst_issued"})})
-    if (!m.empty()) w.optional.push_back(m);
-  std::map<std::string, std::string> stalls;  // reason -> metric (the plain counter over its _realtime twin)
+// The classified stall reasons the chip counts (plain counters): what "every reason" means.
+std::set<std::string> chip_reasons(const std::vector<std::string>& base) {
+  std::set<std::string> out;
   for (const std::string& b : base) {
     std::string reason;
-    if (role_of(b, &reason) != Role::stall || ab::stall_class(reason) == ab::StallClass::not_a_stall) continue;
-    if (!stalls.count(reason) || b.find("_realtime") == std::string::npos) stalls[reason] = b + ".sum";
+    if (!parts_of(b).collection.empty() || role_of(b, &reason) != Role::stall) continue;
+    const ab::StallClass c = ab::stall_class(reason);
+    if (c != ab::StallClass::not_a_stall && c != ab::StallClass::unclassified) out.insert(reason);
+  }
+  return out;
+}
+
+// What one collection of the chip's PM-sampling counters ("" for the plain ones) offers for level
+// 1, in the order it is tried: the IPC pair (required), then groups of alternatives for one
+// quantity each: warp efficiency, issued instructions, active warps, each stall reason.
+struct Wanted {
+  std::string collection;
+  std::vector<std::string> required;
+  std::vector<std::vector<std::string>> optional;
+};
+Wanted wanted_metrics(const std::vector<std::string>& base, const std::string& collection) {
+  std::map<std::string, std::string> have;  // counter -> the base metric's full name
+  for (const std::string& b : base) {
+    const Parts p = parts_of(b);
+    if (p.collection == collection) have.emplace(p.counter, b);
+  }
+  auto all = [&](std::initializer_list<const char*> names) {
+    std::vector<std::string> out;
+    for (const char* n : names)
+      if (have.count(n)) out.push_back(have[n] + ".sum");
+    return out;
+  };
+  Wanted w;
+  w.collection = collection;
+  const std::vector<std::string> cycles = all({"sm__cycles_active", "sm__cycles_active_realtime"});
+  const std::vector<std::string> executed = all({"sm__inst_executed", "sm__inst_executed_realtime",
+                                                 "smsp__inst_executed", "smsp__inst_executed_realtime"});
+  if (cycles.empty() || executed.empty()) return w;  // no IPC from this collection
+  w.required = {cycles[0], executed[0]};
+  for (const std::vector<std::string>& g :
+       {all({"smsp__thread_inst_executed", "smsp__thread_inst_executed_realtime", "sm__thread_inst_executed",
+             "sm__thread_inst_executed_realtime", "smsp__thread_inst_executed_pred_on",
+             "smsp__thread_inst_executed_pred_on_realtime", "sm__thread_inst_executed_pred_on",
+             "sm__thread_inst_executed_pred_on_realtime"}),
+        all({"sm__inst_issued", "sm__inst_issued_realtime", "smsp__inst_issued", "smsp__inst_issued_realtime"}),
+        all({"smsp__warps_active", "smsp__warps_active_realtime", "sm__warps_active", "sm__warps_active_realtime",
+             "tpc__warps_active", "tpc__warps_active_realtime"})})
+    if (!g.empty()) w.optional.push_back(g);
+  std::map<std::string, std::vector<std::string>> stalls;  // reason -> its counters (plain before _realtime)
+  for (const auto& [counter, full] : have) {
+    std::string reason;
+    if (role_of(full, &reason) != Role::stall || ab::stall_class(reason) == ab::StallClass::not_a_stall) continue;
+    auto& g = stalls[reason];
+    if (counter.find("_realtime") == std::string::npos) g.insert(g.begin(), full + ".sum");
+    else g.push_back(full + ".sum");
   }
   for (const std::string& r : stall_priority())
     if (stalls.count(r)) w.optional.push_back(stalls[r]), stalls.erase(r);
-  for (const auto& [r, m] : stalls) w.optional.push_back(m);  // reasons a newer chip adds
+  for (const auto& [r, g] : stalls) w.optional.push_back(g);  // reasons a newer chip adds
   return w;
+}
+
+// The roles a group of alternatives serves (one metric of each group is enough).
+std::string group_key(const std::vector<std::string>& g) {
+  std::string reason;
+  const Role r = role_of(g.front(), &reason);
+  return r == Role::stall ? "stall_" + reason : role_name(r);
 }
 
 // ---- CUPTI's Profiler Host object for PM sampling: metric lists, config images, pass counts ---
@@ -326,67 +466,6 @@ class Host {
   std::vector<const char*> names_;
 };
 
-// ---- The library's state -------------------------------------------------------------------
-
-struct Stats {
-  std::uint64_t samples = 0, idle = 0, empty = 0, lost = 0, decodes = 0, decode_errors = 0, reinits = 0, full = 0;
-  bool overflow = false;
-  std::string last_error;
-};
-
-struct State {
-  Settings cfg;
-  pid_t pid = 0;
-  std::string out_path;
-  FILE* out = nullptr;
-  std::mutex out_mu;  // the file; never held while calling CUPTI
-  CUpti_SubscriberHandle sub = nullptr;
-
-  std::mutex setup_mu;  // the first launch's setup
-  std::atomic<bool> tried{false}, sampling{false};
-  CUcontext ctx = nullptr;
-
-  std::timed_mutex pm_mu;  // the PM sampling object, its image and the host object
-  std::unique_ptr<Host> host;
-  CUpti_PmSampling_Object* pm = nullptr;
-  std::vector<std::uint8_t> image;
-  std::vector<Role> roles;
-  std::vector<std::string> reasons;  // per metric: its stall reason ("" for others)
-  bool has_thread = false, has_issued = false, has_split = false;
-  std::size_t capacity = 0;
-  std::uint64_t last_end = 0;  // the last sample written ends here (GPU time)
-  Stats stats;
-  bool stopped = false;  // cuptiPmSamplingStop called: nothing more to decode
-
-  std::mutex ctl_mu;  // the decode thread's control
-  std::condition_variable ctl_cv;
-  bool stop_thread = false, thread_running = false;
-
-  std::mutex names_mu;  // kernel names seen at launch -> id
-  std::unordered_map<std::string, std::uint64_t> names;
-  std::atomic<std::uint64_t> launches{0}, kernel_records{0};
-  std::atomic<bool> finished{false};
-  std::string activity;  // "CUPTI concurrent-kernel activity records", or why not
-  bool activity_on = false;
-};
-
-State& state() {
-  static State* s = new State;  // never destroyed: callbacks and the decode thread may outlive exit
-  return *s;
-}
-
-void emit(State& s, tr::JsonLine&& line, bool flush = false) {
-  std::lock_guard<std::mutex> lock(s.out_mu);
-  if (!s.out || getpid() != s.pid) return;
-  line.write(s.out);
-  if (flush) std::fflush(s.out);
-}
-
-void fail(State& s, const std::string& why) {
-  std::fprintf(stderr, "%s: %s; the program runs on unprofiled\n", kTag, why.c_str());
-  emit(s, std::move(tr::JsonLine("error").str("reason", why).unum("host_ns", tr::now_ns())), true);
-}
-
 // ---- Choosing the one-pass set -------------------------------------------------------------
 
 std::string cache_path(const Settings& cfg, const std::string& chip) {
@@ -396,31 +475,72 @@ std::string cache_path(const Settings& cfg, const std::string& chip) {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = x;
   else if (const char* h = std::getenv("HOME"); h && *h) dir = std::string(h) + "/.cache";
   else return "";
-  return dir + "/archbench/pmsampling-v1-" + chip + ".metrics";  // v1: this library's wanted list
-}
-
-std::vector<std::string> split(const std::string& text, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : text + sep) {
-    if (c == sep || c == '\n') {
-      while (!cur.empty() && std::isspace(static_cast<unsigned char>(cur.back()))) cur.pop_back();
-      const std::size_t b = cur.find_first_not_of(" \t");
-      if (b != std::string::npos) out.push_back(cur.substr(b));
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  return out;
+  return dir + "/archbench/pmsampling-v2-" + chip + ".metrics";  // v2: collections, this library's wanted list
 }
 
 struct Choice {
-  std::unique_ptr<Host> host;  // configured with the chosen metrics
-  std::string how;             // environment, cache, all fit, search
+  std::unique_ptr<Host> host;  // configured with the chosen metrics (none yet where the cache had it all)
+  std::vector<std::string> metrics;
+  std::vector<std::uint8_t> config;  // the config image for cuptiPmSamplingSetConfig
+  std::uint64_t host_init_ns = 0;    // a first host object's initialisation took this long (the search's)
+  std::string how;                   // environment, cache, search
   std::map<std::string, std::string> rejected;  // metric -> why it is not collected
   std::size_t trials = 0;
+  std::set<std::string> chip_reasons;  // the chip's classified stall reasons (plain counters)
+  std::string search = "[]";           // each collection's candidate set and its score (JSON)
+  std::vector<std::string> notes;      // what the search found out (a stall reason alone needs 2 passes)
 };
+
+// The cached set for `chip` under this CUPTI, where the file is this library's and is about them.
+struct Cached {
+  std::vector<std::string> metrics;
+  std::map<std::string, std::string> rejected;
+  std::set<std::string> reasons;
+  std::vector<std::string> notes;
+  std::vector<std::uint8_t> config;  // the set's config image (hex in the file)
+  std::uint64_t host_init_ns = 0;
+};
+
+std::string hex_of(const std::vector<std::uint8_t>& v) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  s.reserve(2 * v.size());
+  for (std::uint8_t b : v) s += d[b >> 4], s += d[b & 15];
+  return s;
+}
+std::vector<std::uint8_t> bytes_of(const std::string& hex) {
+  auto nib = [](char c) { return c >= 'a' ? c - 'a' + 10 : c >= 'A' ? c - 'A' + 10 : c - '0'; };
+  std::vector<std::uint8_t> v;
+  if (hex.size() % 2 || hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos) return v;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) v.push_back(std::uint8_t(nib(hex[i]) << 4 | nib(hex[i + 1])));
+  return v;
+}
+std::unique_ptr<Cached> read_cache(const std::string& path, const std::string& chip) {
+  if (path.empty()) return nullptr;
+  std::uint32_t version = 0;
+  cuptiGetVersion(&version);
+  std::ifstream f(path);
+  std::string line;
+  if (!std::getline(f, line) || line != kCacheHeader) return nullptr;
+  auto c = std::make_unique<Cached>();
+  bool chip_ok = false, version_ok = false;
+  while (std::getline(f, line)) {
+    const std::size_t sp = line.find(' ');
+    const std::string key = line.substr(0, sp), value = sp == std::string::npos ? "" : line.substr(sp + 1);
+    if (key == "chip") chip_ok = value == chip;
+    else if (key == "cupti") version_ok = value == std::to_string(version);
+    else if (key == "metric") c->metrics.push_back(value);
+    else if (key == "reason") c->reasons.insert(value);
+    else if (key == "note") c->notes.push_back(value);
+    else if (key == "config") c->config = bytes_of(value);
+    else if (key == "host_init_ns") c->host_init_ns = std::strtoull(value.c_str(), nullptr, 10);
+    else if (key == "rejected") {
+      const std::size_t tab = value.find('\t');
+      c->rejected[value.substr(0, tab)] = tab == std::string::npos ? "" : value.substr(tab + 1);
+    }
+  }
+  return chip_ok && version_ok && !c->metrics.empty() ? std::move(c) : nullptr;
+}
 
 // A fresh host object configured with `metrics`: it, when they take one pass; else null and why.
 std::unique_ptr<Host> trial(const std::string& chip, std::vector<std::uint8_t>& availability,
@@ -437,56 +557,184 @@ std::unique_ptr<Host> trial(const std::string& chip, std::vector<std::uint8_t>& 
   return nullptr;
 }
 
+// How much of level 1 a set gives: warp efficiency (exact 4, from predicated-on instructions 3),
+// the stall split (every reason 4; some reasons with the active warps 2, 1 more with a frontend
+// reason), issued instructions (the replay part, near 0 on Hopper) 1.
+int score_of(const std::vector<std::string>& metrics, const std::set<std::string>& reasons_on_chip) {
+  bool thread = false, pred_on = false, issued = false, warps = false, front = false;
+  std::set<std::string> reasons;
+  for (const std::string& m : metrics) {
+    std::string reason;
+    switch (role_of(m, &reason)) {
+      case Role::thread: thread = true, pred_on = is_pred_on(m); break;
+      case Role::issued: issued = true; break;
+      case Role::warps: warps = true; break;
+      case Role::stall:
+        if (reasons_on_chip.count(reason)) reasons.insert(reason), front |= frontend_class(ab::stall_class(reason));
+        break;
+      default: break;
+    }
+  }
+  int score = (thread ? (pred_on ? 3 : 4) : 0) + (issued ? 1 : 0);
+  if (!reasons.empty() && reasons == reasons_on_chip) score += 4;
+  else if (!reasons.empty() && warps) score += 2 + (front ? 1 : 0);
+  return score;
+}
+
+// The one-pass set: the user's, the cached one (`cached`, where it still takes one pass) or the
+// search's over the chip's counters (`base`: listed only where there is no usable cache).
 Choice choose(const Settings& cfg, const std::string& chip, std::vector<std::uint8_t>& availability,
-              const std::vector<std::string>& base) {
+              const std::vector<std::string>& base, const Cached* cached, Times& t) {
   Choice c;
   std::string why;
+  c.chip_reasons = chip_reasons(base);
   if (!cfg.metrics.empty()) {  // the user's set, as given
     c.how = "ARCHBENCH_PM_METRICS";
     c.host = trial(chip, availability, split(cfg.metrics, ','), &why, &c.trials);
     if (!c.host) throw std::runtime_error("ARCHBENCH_PM_METRICS: " + why);
+    c.metrics = c.host->metrics();
+    c.config = c.host->image();
     return c;
   }
-  const Wanted w = wanted_metrics(base);
-  std::vector<std::string> all = w.required;
-  all.insert(all.end(), w.optional.begin(), w.optional.end());
-  const std::string cache = cache_path(cfg, chip);
-  if (!cache.empty()) {
-    std::ifstream f(cache);
-    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    const std::vector<std::string> cached = split(text, '\n');
-    if (!cached.empty() && (c.host = trial(chip, availability, cached, &why, &c.trials))) {
-      c.how = "cache " + cache;
-      for (const std::string& m : all)
-        if (std::find(cached.begin(), cached.end(), m) == cached.end()) c.rejected[m] = "not in the cached one-pass set";
-      return c;
-    }
+  if (cached && !cached->config.empty()) {  // the set and its config image: no host object needed to start
+    c.how = "cache " + cache_path(cfg, chip) + " (config image too)";
+    c.metrics = cached->metrics;
+    c.config = cached->config;
+    c.host_init_ns = cached->host_init_ns;
+    c.rejected = cached->rejected;
+    c.chip_reasons = cached->reasons;
+    c.notes = cached->notes;
+    t.lap("choose_ns");
+    return c;
   }
-  if ((c.host = trial(chip, availability, all, &why, &c.trials))) {
-    c.how = "all fit";
-  } else {
-    // Greedy: the required pair, then each optional counter while the set still takes one pass.
+  if (cached && (c.host = trial(chip, availability, cached->metrics, &why, &c.trials))) {
+    c.how = "cache " + cache_path(cfg, chip);
+    c.rejected = cached->rejected;
+    c.chip_reasons = cached->reasons;
+    c.notes = cached->notes;
+    c.metrics = c.host->metrics();
+    c.config = c.host->image();
+    t.lap("choose_ns");
+    return c;
+  }
+  if (base.empty()) throw std::runtime_error("the cached set does not take one pass any more: " + why);
+  // Each collection's set: all it offers if they take one pass, else the IPC pair and, greedily,
+  // the first alternative of each group that keeps one pass. A collection's set then grows the
+  // same way with the plain counters for what it lacks.
+  std::set<std::string> collections;
+  for (const std::string& b : base) collections.insert(parts_of(b).collection);
+  const Wanted plain = wanted_metrics(base, "");
+  std::string search = "[";
+  int best = -1;
+  for (const std::string& col : collections) {
+    const Wanted w = col.empty() ? plain : wanted_metrics(base, col);
+    if (w.required.empty()) continue;
+    std::map<std::string, std::string> rejected;
     std::vector<std::string> chosen = w.required;
-    c.host = trial(chip, availability, chosen, &why, &c.trials);
-    if (!c.host) throw std::runtime_error("the IPC counters alone cannot be sampled in one pass: " + why);
-    for (const std::string& m : w.optional) {
-      chosen.push_back(m);
-      if (auto h = trial(chip, availability, chosen, &why, &c.trials)) {
-        c.host = std::move(h);
-      } else {
-        chosen.pop_back();
-        c.rejected[m] = why;
+    for (const auto& g : w.optional) chosen.push_back(g.front());
+    std::unique_ptr<Host> host = trial(chip, availability, chosen, &why, &c.trials);
+    std::set<std::string> covered;
+    if (host) {
+      for (const auto& g : w.optional) covered.insert(group_key(g));
+    } else {
+      chosen = w.required;
+      host = trial(chip, availability, chosen, &why, &c.trials);
+      if (!host) {
+        search += std::string(search.size() > 1 ? "," : "") + "{\"collection\":" + tr::JsonLine::quote(col) +
+                  ",\"error\":" + tr::JsonLine::quote("the IPC pair alone does not fit: " + why) + "}";
+        continue;
       }
     }
-    c.how = "search";
+    auto grow = [&](const std::vector<std::vector<std::string>>& groups) {
+      for (const auto& g : groups) {
+        if (covered.count(group_key(g))) continue;
+        bool kept = false;
+        for (const std::string& m : g) {
+          chosen.push_back(m);
+          if (auto h = trial(chip, availability, chosen, &why, &c.trials)) {
+            host = std::move(h);
+            kept = true;
+            break;
+          }
+          chosen.pop_back();
+          rejected[m] = why;
+        }
+        if (kept) {
+          covered.insert(group_key(g));
+          for (const std::string& m : g) rejected.erase(m);
+        }
+      }
+    };
+    if (covered.empty()) grow(w.optional);
+    if (!col.empty()) grow(plain.optional);
+    // Active warps serve only to share out a partial set of stall reasons.
+    const bool stalls = std::any_of(chosen.begin(), chosen.end(), [](const std::string& m) {
+      std::string r;
+      return role_of(m, &r) == Role::stall;
+    });
+    auto warps = std::find_if(chosen.begin(), chosen.end(), [](const std::string& m) {
+      std::string r;
+      return role_of(m, &r) == Role::warps;
+    });
+    if (!stalls && warps != chosen.end()) {
+      chosen.erase(warps);
+      if (auto h = trial(chip, availability, chosen, &why, &c.trials)) host = std::move(h);
+    }
+    const int score = score_of(host->metrics(), c.chip_reasons);
+    search += std::string(search.size() > 1 ? "," : "") + "{\"collection\":" + tr::JsonLine::quote(col) +
+              ",\"metrics\":" + json_strings(host->metrics()) + ",\"score\":" + std::to_string(score) + "}";
+    if (score > best) {
+      best = score;
+      c.host = std::move(host);
+      c.rejected = rejected;
+      c.how = "search (" + (col.empty() ? std::string("plain counters") : "collection " + col) + ")";
+    }
   }
+  c.search = search + "]";
+  if (!c.host) throw std::runtime_error("no PM-sampling counter set of this GPU gives the IPC in one pass");
+  // What the search tried and did not take, by the role it would have served.
+  for (const auto& g : plain.optional)
+    if (std::none_of(c.host->metrics().begin(), c.host->metrics().end(),
+                     [&](const std::string& m) { return group_key({m}) == group_key(g); }) &&
+        !c.rejected.count(g.front()))
+      c.rejected[g.front()] = "not in the chosen collection's one-pass set";
+  // Where no stall reason made it, whether one can at all: a reason alone.
+  const bool stalls = std::any_of(c.host->metrics().begin(), c.host->metrics().end(), [](const std::string& m) {
+    std::string r;
+    return role_of(m, &r) == Role::stall;
+  });
+  for (const auto& g : plain.optional) {
+    std::string reason;
+    if (stalls || role_of(g.front(), &reason) != Role::stall) continue;
+    if (trial(chip, availability, {g.front()}, &why, &c.trials))
+      c.notes.push_back("a stall reason alone takes one pass (" + g.front() + ") but none fits beside the IPC counters");
+    else
+      c.notes.push_back("no stall reason can be sampled in one pass on " + chip + ": " + g.front() + " alone " +
+                        why.substr(0, why.find(" with the others")) +
+                        " (the Profiler Host API's pass count), so frontend and backend cannot be told apart here");
+    break;
+  }
+  t.lap("choose_ns");
+  c.metrics = c.host->metrics();
+  c.config = c.host->image();
+  for (const auto& [k, v] : t.parts)
+    if (k == "host_init_ns") c.host_init_ns = v;
+  const std::string cache = cache_path(cfg, chip);
   if (!cache.empty()) {  // remembered for the next run on this chip (best effort)
+    std::uint32_t version = 0;
+    cuptiGetVersion(&version);
     const std::string dir = cache.substr(0, cache.rfind('/'));
     mkdir(dir.substr(0, dir.rfind('/')).c_str(), 0755);
     mkdir(dir.c_str(), 0755);
     const std::string tmp = cache + "." + std::to_string(getpid());
     if (FILE* f = std::fopen(tmp.c_str(), "w")) {
-      for (const std::string& m : c.host->metrics()) std::fprintf(f, "%s\n", m.c_str());
+      std::fprintf(f, "%s\nchip %s\ncupti %u\n", kCacheHeader, chip.c_str(), version);
+      for (const std::string& m : c.host->metrics()) std::fprintf(f, "metric %s\n", m.c_str());
+      for (const std::string& r : c.chip_reasons) std::fprintf(f, "reason %s\n", r.c_str());
+      for (const std::string& n : c.notes) std::fprintf(f, "note %s\n", n.c_str());
+      std::fprintf(f, "host_init_ns %llu\nconfig %s\n", static_cast<unsigned long long>(c.host_init_ns),
+                   hex_of(c.config).c_str());
+      for (const auto& [m, w] : c.rejected) std::fprintf(f, "rejected %s\t%s\n", m.c_str(), w.c_str());
       if (std::fclose(f) == 0) std::rename(tmp.c_str(), cache.c_str());
       else std::remove(tmp.c_str());
     }
@@ -494,93 +742,339 @@ Choice choose(const Settings& cfg, const std::string& chip, std::vector<std::uin
   return c;
 }
 
+// What the chosen set allows: each metric's role, the level-1 quantities and what is approximated.
+enum class Split { full, partial, none };
+struct Plan {
+  std::vector<Role> roles;
+  std::vector<std::string> reasons;  // per metric: its stall reason ("" for others)
+  bool has_thread = false, has_issued = false, has_warps = false, has_front = false, has_back = false;
+  Split split = Split::none;
+  std::vector<std::string> quantities, notes, approximations;
+  std::map<std::string, std::string> roles_json, classes;
+};
+
+Plan plan_of(const std::vector<std::string>& metrics, const std::set<std::string>& chip_reasons) {
+  Plan p;
+  bool cycles = false, executed = false, pred_on = false;
+  std::set<std::string> counted;
+  std::vector<std::string> front, back;
+  for (const std::string& m : metrics) {
+    std::string reason;
+    const Role r = role_of(m, &reason);
+    p.roles.push_back(r);
+    p.reasons.push_back(reason);
+    p.roles_json[m] = r == Role::stall ? "stall_" + reason : role_name(r);
+    cycles |= r == Role::cycles;
+    executed |= r == Role::executed;
+    if (r == Role::thread) p.has_thread = true, pred_on = is_pred_on(m);
+    p.has_issued |= r == Role::issued;
+    p.has_warps |= r == Role::warps;
+    if (r == Role::stall) {
+      const ab::StallClass c = ab::stall_class(reason);
+      p.classes[reason] = class_name(c);
+      if (frontend_class(c)) front.push_back(reason), counted.insert(reason);
+      if (backend_class(c)) back.push_back(reason), counted.insert(reason);
+    }
+  }
+  if (!cycles || !executed)
+    throw std::runtime_error("the sampled set has no " + std::string(cycles ? "sm__inst_executed" : "sm__cycles_active") +
+                             ": no IPC, no TopDown");
+  p.has_front = !front.empty();
+  p.has_back = !back.empty();
+  const bool every = !counted.empty() && std::includes(counted.begin(), counted.end(), chip_reasons.begin(),
+                                                        chip_reasons.end());
+  p.split = every ? Split::full : (!counted.empty() && p.has_warps ? Split::partial : Split::none);
+  p.quantities = {"retire"};
+  if (p.has_thread || p.has_issued) p.quantities.push_back("divergence");
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const std::string& x : v) s += (s.empty() ? "" : ", ") + x;
+    return s;
+  };
+  if (p.split == Split::full) {
+    p.quantities.insert(p.quantities.end(), {"frontend", "backend"});
+    p.notes.push_back("frontend and backend share the stalls as every stall reason of the chip does (" +
+                      std::to_string(counted.size()) + " reasons)");
+  } else if (p.split == Split::partial) {
+    if (p.has_front) p.quantities.push_back("frontend");
+    if (p.has_back) p.quantities.push_back("backend");
+    p.quantities.push_back("stall_other");
+    std::vector<std::string> in_pass = front;
+    in_pass.insert(in_pass.end(), back.begin(), back.end());
+    const std::string who = p.has_front && p.has_back ? "frontend and backend hold"
+                            : p.has_back               ? "backend holds"
+                                                       : "frontend holds";
+    p.approximations.push_back(
+        who + " only the stall reasons in the pass (" + join(in_pass) + ": " + std::to_string(counted.size()) +
+        " of the chip's " + std::to_string(chip_reasons.size()) + "), each as its share of the warps' active cycles " +
+        "without an issue (active warp-cycles minus instructions issued, eligible warps not selected included): a " +
+        "lower bound; stall_other is the rest of the stalls (" + (p.has_front ? "" : "all of frontend, ") +
+        "the reasons not in the pass)");
+  } else {
+    p.quantities.push_back("stall");
+    p.notes.push_back(counted.empty()
+                          ? "no stall reason is in the pass: frontend and backend are shown together as stall "
+                            "(archbench_topdown.py --timeline --stall-split TOPDOWN.json shares it out as a "
+                            "kernel-replay TopDown did, kernel by kernel)"
+                          : "some stall reasons fit in the pass but not the active warps: too little to share out "
+                            "the stalls, so frontend and backend are shown together as stall");
+  }
+  if (!p.has_thread && !p.has_issued)
+    p.notes.push_back("no divergence: neither thread instructions nor sm__inst_issued fit in the pass, so retire "
+                      "includes what divergence would have taken");
+  else if (!p.has_thread)
+    p.approximations.push_back("divergence is its replay part only (no thread-instruction counter in the pass)");
+  else if (!p.has_issued)
+    p.approximations.push_back("divergence is its branch part only: no sm__inst_issued in the pass, so no replay part "
+                               "(near 0 on Volta and later: the kernel-replay TopDown shows it)");
+  if (pred_on)
+    p.approximations.push_back("warp efficiency from predicated-on thread instructions (no smsp__thread_inst_executed "
+                               "in the pass): lanes a predicate turned off count as idle, so divergence may read "
+                               "higher than the kernel-replay TopDown's");
+  return p;
+}
+
+// ---- The library's state -------------------------------------------------------------------
+
+struct Stats {
+  std::uint64_t samples = 0, idle = 0, empty = 0, lost = 0, decodes = 0, decode_errors = 0, reinits = 0, full = 0;
+  std::uint64_t decode_ns = 0, decode_max_ns = 0, reinit_ns = 0, most_per_decode = 0, set_aside = 0;
+  bool overflow = false;
+  std::string last_error;
+};
+
+// A counter-data image: CUPTI decodes the hardware buffer into it, the host object evaluates it.
+struct Image {
+  std::unique_ptr<std::uint8_t[]> data;
+  std::size_t size = 0;
+  std::size_t completed = 0;  // samples CUPTI completed in it (an image set aside)
+};
+
+// The sampling's phases. The setup thread (or, with ARCHBENCH_PM_START=sync, the first launch)
+// moves them on; a launch waits until one of the last three.
+enum class Phase { none, preparing, prepared, starting, sampling, failed, stopped };
+
+struct State {
+  Settings cfg;
+  pid_t pid = 0;
+  std::string out_path;
+  FILE* out = nullptr;
+  std::mutex out_mu;  // the file; never held while calling CUPTI
+  CUpti_SubscriberHandle sub = nullptr;
+
+  std::mutex ctl_mu;  // phase, the device asked for, the threads' control
+  std::condition_variable ctl_cv;
+  Phase phase = Phase::none;
+  std::atomic<bool> settled{false};  // phase is sampling, failed or stopped
+  std::atomic<bool> gave_up{false};  // a launch waited ARCHBENCH_PM_WAIT_S in vain: the others do not wait
+  std::atomic<bool> decode_spawned{false};  // ARCHBENCH_PM_START=sync: the decode thread
+  int want_device = -1;              // the device to sample, once a context exists or a launch asks
+  CUcontext want_ctx = nullptr;
+  std::string trigger;  // what asked: "context created" or "first launch"
+  std::uint64_t trigger_ns = 0;
+  bool stop_thread = false, thread_running = false, injection_done = false;
+  std::uint64_t first_wait_ns = 0;
+  bool first_waited = false;
+  std::uint64_t flush_ns = 0;
+
+  std::mutex host_mu;  // the host object, where a helper thread builds it (a cached config image)
+  std::condition_variable host_cv;
+  bool host_ready = false, host_failed = false;
+  std::uint64_t host_started_ns = 0;
+
+  std::timed_mutex pm_mu;  // the PM sampling object, its image and the host object
+  std::unique_ptr<Host> host;
+  CUpti_PmSampling_Object* pm = nullptr;
+  Image image;                 // the image decodes go into
+  std::vector<Image> pending;  // images decoded before the host object was there, to evaluate in order
+  Plan plan;
+  std::size_t capacity = 0;
+  std::uint64_t last_end = 0;  // the last sample written ends here (GPU time)
+  Stats stats;
+  bool stopped = false;  // cuptiPmSamplingStop called: nothing more to decode
+  std::atomic<bool> sampling{false};
+  CUcontext ctx = nullptr;
+
+  std::mutex names_mu;  // kernel names seen at launch -> id
+  std::unordered_map<std::string, std::uint64_t> names;
+  std::atomic<std::uint64_t> launches{0}, kernel_records{0};
+  std::atomic<bool> finished{false};
+  std::string activity;  // "CUPTI concurrent-kernel activity records", or why not
+  bool activity_on = false;
+};
+
+State& state() {
+  static State* s = new State;  // never destroyed: callbacks and the threads may outlive exit
+  return *s;
+}
+
+void emit(State& s, tr::JsonLine&& line, bool flush = false) {
+  std::lock_guard<std::mutex> lock(s.out_mu);
+  if (!s.out || getpid() != s.pid) return;
+  line.write(s.out);
+  if (flush) std::fflush(s.out);
+}
+
+void fail(State& s, const std::string& why) {
+  std::fprintf(stderr, "%s: %s; the program runs on unprofiled\n", kTag, why.c_str());
+  emit(s, std::move(tr::JsonLine("error").str("reason", why).unum("host_ns", tr::now_ns())), true);
+}
+
+void set_phase(State& s, Phase p) {
+  std::lock_guard<std::mutex> lk(s.ctl_mu);
+  s.phase = p;
+  s.settled = p == Phase::sampling || p == Phase::failed || p == Phase::stopped;
+  s.ctl_cv.notify_all();
+}
+
+// The host object for evaluating samples, built on a helper thread (the cached config image lets the
+// sampling start without it): a `host` record says how long it took.
+void build_host(std::string chip, std::vector<std::uint8_t> availability, std::vector<std::string> metrics,
+                std::vector<std::uint8_t> config) {
+  State& s = state();
+  Times t;
+  std::unique_ptr<Host> h;
+  std::string error, note;
+  try {
+    h = std::make_unique<Host>(chip, availability);
+    t.lap("init_ns");
+    const std::size_t passes = h->configure(metrics);
+    t.lap("configure_ns");
+    if (passes != 1)
+      error = "the cached set needs " + std::to_string(passes) + " passes now (remove the cache file: ARCHBENCH_PM_CACHE)";
+    else if (h->image() != config)
+      note = "the cached config image differs from the host object's (the cached one is in use)";
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  const std::uint64_t ready = tr::now_ns();
+  {
+    std::lock_guard<std::mutex> lk(s.host_mu);
+    if (error.empty()) s.host = std::move(h), s.host_ready = true;
+    else s.host_failed = true;
+    s.host_cv.notify_all();
+  }
+  tr::JsonLine line("host");
+  line.raw("times", t.json()).unum("since_start_ns", ready - s.host_started_ns).unum("ready_ns", ready);
+  if (!note.empty()) line.str("note", note);
+  if (!error.empty()) line.str("error", error);
+  emit(s, std::move(line), true);
+  if (!error.empty()) fail(s, "the samples cannot be evaluated: " + error);
+}
+
+void start_host_builder(State& s, const std::string& chip, const std::vector<std::uint8_t>& availability,
+                        const std::vector<std::string>& metrics, const std::vector<std::uint8_t>& config) {
+  s.host_started_ns = tr::now_ns();
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  try {
+    std::thread(build_host, chip, availability, metrics, config).detach();
+  } catch (const std::exception& e) {  // built here, then
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    build_host(chip, availability, metrics, config);
+    return;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+// Waits (at most `limit`) for the host object: true where it is there.
+bool wait_for_host(State& s, std::chrono::milliseconds limit) {
+  std::unique_lock<std::mutex> lk(s.host_mu);
+  s.host_cv.wait_for(lk, limit, [&] { return s.host_ready || s.host_failed; });
+  return s.host_ready;
+}
+
 // ---- Samples -------------------------------------------------------------------------------
 
 // The level-1 fractions of one sample, as JSON (null where the SMs executed nothing).
 std::string level1(const State& s, const std::vector<double>& v, double dt_ns) {
+  const Plan& p = s.plan;
   ab::Metrics m;
-  double executed = 0;
+  double executed = 0, issued = 0, warps = 0, front = 0, back = 0;
   for (std::size_t i = 0; i < v.size(); ++i) {
-    switch (s.roles[i]) {
-      case Role::cycles: m["sm__cycles_active.sum"] = v[i]; break;
-      case Role::executed: m["sm__inst_executed.sum"] = executed = v[i]; break;
-      case Role::issued: m["sm__inst_issued.sum"] = v[i]; break;
-      case Role::thread: m["smsp__thread_inst_executed.sum"] = v[i]; break;
-      case Role::stall:
-        m[std::string(ab::kStallPrefix) + s.reasons[i] + ".sum"] = v[i];
+    switch (p.roles[i]) {
+      case Role::cycles: m["sm__cycles_active.sum"] += v[i]; break;
+      case Role::executed: m["sm__inst_executed.sum"] += v[i], executed += v[i]; break;
+      case Role::issued: m["sm__inst_issued.sum"] += v[i], issued += v[i]; break;
+      case Role::thread: m["smsp__thread_inst_executed.sum"] += v[i]; break;
+      case Role::warps: warps += v[i]; break;
+      case Role::stall: {
+        m[std::string(ab::kStallPrefix) + p.reasons[i] + ".sum"] += v[i];
+        const ab::StallClass c = ab::stall_class(p.reasons[i]);
+        if (frontend_class(c)) front += v[i];
+        if (backend_class(c)) back += v[i];
         break;
+      }
       default: break;
     }
   }
   // What was not collected counts as nothing lost to it: no replay, every lane active.
-  if (!s.has_issued) m["sm__inst_issued.sum"] = executed;
-  if (!s.has_thread) m["smsp__thread_inst_executed.sum"] = executed * 32;
-  m["smsp__warps_active.sum"] = 0;
+  if (!p.has_issued) m["sm__inst_issued.sum"] = issued = executed;
+  if (!p.has_thread) m["smsp__thread_inst_executed.sum"] = executed * 32;
+  m["smsp__warps_active.sum"] = warps;
   m["gpu__time_duration.sum"] = dt_ns;
   try {
     const ab::TopDown t = ab::topdown(m);
     std::string j = "{\"retire\":" + number(t.retire);
-    if (s.has_thread || s.has_issued) j += ",\"divergence\":" + number(t.divergence);
-    if (s.has_split)
+    if (p.has_thread || p.has_issued) j += ",\"divergence\":" + number(t.divergence);
+    const double stall = t.frontend + t.backend;
+    if (p.split == Split::full) {
       j += ",\"frontend\":" + number(t.frontend) + ",\"backend\":" + number(t.backend);
-    else
-      j += ",\"stall\":" + number(t.frontend + t.backend);
+    } else if (p.split == Split::partial) {
+      // Each counted reason's share of the warps' cycles without an issue (timeline.py: level1).
+      const double idle = warps - issued;
+      double fs = idle > 0 ? front / idle : 0.0, bs = idle > 0 ? back / idle : 0.0;
+      if (fs + bs > 1) {
+        const double sum = fs + bs;
+        fs /= sum;
+        bs /= sum;
+      }
+      if (p.has_front) j += ",\"frontend\":" + number(stall * fs);
+      if (p.has_back) j += ",\"backend\":" + number(stall * bs);
+      j += ",\"stall_other\":" + number(stall - stall * fs - stall * bs);
+    } else {
+      j += ",\"stall\":" + number(stall);
+    }
     return j + ",\"ipc\":" + number(t.ipc) + "}";
   } catch (const ab::EmptyRange&) {
     return "null";
   }
 }
 
-void reinit_image(State& s) {
+void reinit_image(State& s, Image& img) {
+  const std::uint64_t t0 = tr::now_ns();
   auto init = params<CUpti_PmSampling_CounterDataImage_Initialize_Params>(
       CUpti_PmSampling_CounterDataImage_Initialize_Params_STRUCT_SIZE);
   init.pPmSamplingObject = s.pm;
-  init.counterDataSize = s.image.size();
-  init.pCounterData = s.image.data();
+  init.counterDataSize = img.size;
+  init.pCounterData = img.data.get();
   check(cuptiPmSamplingCounterDataImageInitialize(&init), "cuptiPmSamplingCounterDataImageInitialize");
+  img.completed = 0;
   ++s.stats.reinits;
+  s.stats.reinit_ns += tr::now_ns() - t0;
 }
 
-// One decode of the hardware buffer into the image and a line for each sample it completed;
-// then the image is initialised again for the next (caller holds pm_mu). A sample still being
-// written stays in the hardware buffer for the next decode. The image holds several decodes'
-// samples, so that it never fills: a decode that fills it loses samples, whatever comes next.
-// Returns true when the image filled before the buffer was drained (decode again).
-bool decode(State& s) {
-  if (!s.pm || (s.stats.overflow && !s.cfg.keep_latest)) return false;
-  auto dec = params<CUpti_PmSampling_DecodeData_Params>(CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE);
-  dec.pPmSamplingObject = s.pm;
-  dec.pCounterDataImage = s.image.data();
-  dec.counterDataImageSize = s.image.size();
-  const CUptiResult r = cuptiPmSamplingDecodeData(&dec);
-  ++s.stats.decodes;
-  if ((r == CUPTI_ERROR_OUT_OF_MEMORY || dec.overflow) && !s.stats.overflow) {
-    // Keeping the oldest records, an overflow is permanent: later decodes return nothing.
-    s.stats.overflow = true;
-    const std::string why = "the PM sampling hardware buffer overflowed: samples after " +
-                            std::to_string(s.stats.samples) + " are lost (raise ARCHBENCH_PM_HW_BUFFER_MB or "
-                            "ARCHBENCH_PM_INTERVAL_US, or lower ARCHBENCH_PM_DECODE_MS)";
-    std::fprintf(stderr, "%s: %s\n", kTag, why.c_str());
-    emit(s, std::move(tr::JsonLine("error").str("reason", why).unum("host_ns", tr::now_ns())), true);
-    if (r != CUPTI_SUCCESS) return false;
-  } else if (r != CUPTI_SUCCESS) {
-    ++s.stats.decode_errors;
-    s.stats.last_error = "cuptiPmSamplingDecodeData: " + cupti_words(r);
-    return false;
-  }
-  auto info = params<CUpti_PmSampling_GetCounterDataInfo_Params>(CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE);
-  info.pCounterDataImage = s.image.data();
-  info.counterDataImageSize = s.image.size();
-  check(cuptiPmSamplingGetCounterDataInfo(&info), "cuptiPmSamplingGetCounterDataInfo");
-  const std::size_t completed = std::min(info.numCompletedSamples, s.capacity);
-  std::vector<double> values(s.roles.size());
+// A fresh image of the same size (not zeroed: CUPTI initialises it).
+Image new_image(State& s, std::size_t size) {
+  Image img;
+  img.data.reset(new std::uint8_t[size]);
+  img.size = size;
+  reinit_image(s, img);
+  return img;
+}
+
+// A line for each sample of `img` CUPTI completed (the host object's values and the level-1
+// fractions), written out.
+void evaluate(State& s, const Image& img) {
+  std::vector<double> values(s.plan.roles.size());
   std::vector<tr::JsonLine> lines;
-  for (std::size_t i = 0; i < completed; ++i) {
+  for (std::size_t i = 0; i < img.completed; ++i) {
     auto si = params<CUpti_PmSampling_CounterData_GetSampleInfo_Params>(
         CUpti_PmSampling_CounterData_GetSampleInfo_Params_STRUCT_SIZE);
     si.pPmSamplingObject = s.pm;
-    si.pCounterDataImage = s.image.data();
-    si.counterDataImageSize = s.image.size();
+    si.pCounterDataImage = img.data.get();
+    si.counterDataImageSize = img.size;
     si.sampleIndex = i;
     if (cuptiPmSamplingCounterDataGetSampleInfo(&si) != CUPTI_SUCCESS || si.startTimestamp == 0) {
       ++s.stats.lost;  // a slot without time: its sample is gone
@@ -593,8 +1087,8 @@ bool decode(State& s) {
     s.last_end = si.endTimestamp;
     auto ev = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
     ev.pHostObject = s.host->get();
-    ev.pCounterDataImage = s.image.data();
-    ev.counterDataImageSize = s.image.size();
+    ev.pCounterDataImage = img.data.get();
+    ev.counterDataImageSize = img.size;
     ev.rangeIndex = i;
     ev.ppMetricNames = s.host->names().data();
     ev.numMetrics = s.host->names().size();
@@ -615,16 +1109,67 @@ bool decode(State& s) {
         .raw("values", v + "]").raw("level1", l1);
     lines.push_back(std::move(line));
   }
+  std::lock_guard<std::mutex> lock(s.out_mu);
+  if (s.out && getpid() == s.pid) {
+    for (tr::JsonLine& l : lines) l.write(s.out);
+    std::fflush(s.out);
+  }
+}
+
+// One decode of the hardware buffer into the image (caller holds pm_mu). With the host object
+// there, the images set aside before it are evaluated, then this one, which is initialised again
+// for the next decode; without it (a cached config image started the sampling before the host
+// object was built), an image with samples is set aside and a fresh one takes its place, so that
+// the hardware buffer keeps being emptied. A sample still being written stays in the hardware
+// buffer for the next decode. The image holds two decodes' samples; where it fills, the rest
+// stays in the hardware buffer and this returns true (decode again).
+bool decode(State& s, bool host) {
+  if (!s.pm || (s.stats.overflow && !s.cfg.keep_latest)) return false;
+  const std::uint64_t t0 = tr::now_ns();
+  if (host && !s.pending.empty()) {
+    for (const Image& img : s.pending) evaluate(s, img);
+    s.pending.clear();
+  }
+  auto dec = params<CUpti_PmSampling_DecodeData_Params>(CUpti_PmSampling_DecodeData_Params_STRUCT_SIZE);
+  dec.pPmSamplingObject = s.pm;
+  dec.pCounterDataImage = s.image.data.get();
+  dec.counterDataImageSize = s.image.size;
+  const CUptiResult r = cuptiPmSamplingDecodeData(&dec);
+  ++s.stats.decodes;
+  if ((r == CUPTI_ERROR_OUT_OF_MEMORY || dec.overflow) && !s.stats.overflow) {
+    // Keeping the oldest records, an overflow is permanent: later decodes return nothing.
+    s.stats.overflow = true;
+    const std::string why = "the PM sampling hardware buffer overflowed: samples after " +
+                            std::to_string(s.stats.samples + s.stats.set_aside) +
+                            " are lost (raise ARCHBENCH_PM_HW_BUFFER_MB or ARCHBENCH_PM_INTERVAL_US, or lower "
+                            "ARCHBENCH_PM_DECODE_MS)";
+    std::fprintf(stderr, "%s: %s\n", kTag, why.c_str());
+    emit(s, std::move(tr::JsonLine("error").str("reason", why).unum("host_ns", tr::now_ns())), true);
+    if (r != CUPTI_SUCCESS) return false;
+  } else if (r != CUPTI_SUCCESS) {
+    ++s.stats.decode_errors;
+    s.stats.last_error = "cuptiPmSamplingDecodeData: " + cupti_words(r);
+    return false;
+  }
+  auto info = params<CUpti_PmSampling_GetCounterDataInfo_Params>(CUpti_PmSampling_GetCounterDataInfo_Params_STRUCT_SIZE);
+  info.pCounterDataImage = s.image.data.get();
+  info.counterDataImageSize = s.image.size;
+  check(cuptiPmSamplingGetCounterDataInfo(&info), "cuptiPmSamplingGetCounterDataInfo");
+  s.image.completed = std::min(info.numCompletedSamples, s.capacity);
+  s.stats.most_per_decode = std::max<std::uint64_t>(s.stats.most_per_decode, s.image.completed);
   const bool full = dec.decodeStopReason == CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL;
   if (full) ++s.stats.full;
-  if (full || info.numPopulatedSamples > 0) reinit_image(s);
-  {
-    std::lock_guard<std::mutex> lock(s.out_mu);
-    if (s.out && getpid() == s.pid) {
-      for (tr::JsonLine& l : lines) l.write(s.out);
-      std::fflush(s.out);
-    }
+  if (host) {
+    evaluate(s, s.image);
+    if (full || info.numPopulatedSamples > 0) reinit_image(s, s.image);
+  } else if (full || info.numPopulatedSamples > 0) {
+    s.stats.set_aside += s.image.completed;
+    s.pending.push_back(std::move(s.image));
+    s.image = new_image(s, s.pending.back().size);
   }
+  const std::uint64_t dt = tr::now_ns() - t0;
+  s.stats.decode_ns += dt;
+  s.stats.decode_max_ns = std::max(s.stats.decode_max_ns, dt);
   return full;
 }
 
@@ -670,7 +1215,7 @@ std::uint64_t name_id(State& s, const char* mangled) {
   return it->second;
 }
 
-// ---- Start, the decode thread, stop ---------------------------------------------------------
+// ---- Start, the decode loop, stop -----------------------------------------------------------
 
 void clock_line(State& s, const char* when) {
   timespec rt;
@@ -684,6 +1229,7 @@ void clock_line(State& s, const char* when) {
        true);
 }
 
+// Decodes every decode period until told to stop (the setup thread's, or a thread of its own).
 void decode_loop() {
   State& s = state();
   const auto period = std::chrono::milliseconds(s.cfg.decode_ms);
@@ -693,10 +1239,15 @@ void decode_loop() {
     s.ctl_cv.wait_for(lk, period, [&] { return s.stop_thread; });
     if (s.stop_thread) break;
     lk.unlock();
+    bool host;
+    {
+      std::lock_guard<std::mutex> hl(s.host_mu);
+      host = s.host_ready;  // until the host object is there, decoded images are set aside
+    }
     {
       std::unique_lock<std::timed_mutex> pm(s.pm_mu, std::try_to_lock);
       if (pm.owns_lock() && !s.stopped) try {
-          for (int i = 0; i < 4 && decode(s); ++i) {
+          for (int i = 0; i < 4 && decode(s, host); ++i) {
           }
         } catch (const std::exception& e) {
           ++s.stats.decode_errors;
@@ -716,39 +1267,55 @@ void decode_loop() {
   s.ctl_cv.notify_all();
 }
 
-// Starts the decode thread with every signal blocked (it never takes one of the program's).
-void start_thread(State& s) {
+// Starts `body` on a thread of the library with every signal blocked (it never takes one of the
+// program's); false where no thread could be made.
+bool spawn(void (*body)(), const char* what) {
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
+  State& s = state();
   {
     std::lock_guard<std::mutex> lk(s.ctl_mu);
     s.thread_running = true;
   }
+  bool ok = true;
   try {
-    std::thread(decode_loop).detach();
+    std::thread(body).detach();
   } catch (const std::exception& e) {
     std::lock_guard<std::mutex> lk(s.ctl_mu);
     s.thread_running = false;
-    std::fprintf(stderr, "%s: no decode thread (%s): samples are decoded at the end only\n", kTag, e.what());
+    ok = false;
+    std::fprintf(stderr, "%s: no %s thread (%s)\n", kTag, what, e.what());
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return ok;
 }
 
-// Enables PM sampling on the device of `ctx` and starts it (throws saying why it cannot).
-void start_sampling(State& s, CUcontext ctx) {
-  const std::uint64_t t0 = tr::now_ns();
+// Everything host-side for device `ordinal`: the chip, its counter availability, the one-pass
+// set (cache or search) and its config image, in a host object; timed into `t`.
+struct Prep {
   std::uint32_t ordinal = 0;
-  check(cuptiGetDeviceId(ctx, &ordinal), "cuptiGetDeviceId");
+  std::string chip, name, bus;
+  std::vector<std::uint8_t> availability;
+  Choice choice;
+  std::size_t base_count = 0;
+};
+
+std::unique_ptr<Prep> prepare(State& s, std::uint32_t ordinal, Times& t) {
+  auto p = std::make_unique<Prep>();
+  p->ordinal = ordinal;
   CUdevice dev = 0;
   char name[256] = "", bus[32] = "";
   if (cuDeviceGet(&dev, int(ordinal)) == CUDA_SUCCESS) {
     cuDeviceGetName(name, sizeof name, dev);
     cuDeviceGetPCIBusId(bus, sizeof bus, dev);
   }
+  p->name = name;
+  p->bus = bus;
   auto init = params<CUpti_Profiler_Initialize_Params>(CUpti_Profiler_Initialize_Params_STRUCT_SIZE);
   if (const CUptiResult r = cuptiProfilerInitialize(&init); r != CUPTI_ERROR_INVALID_OPERATION)  // done already
     check(r, "cuptiProfilerInitialize");
+  t.lap("profiler_init_ns");
   auto sup = params<CUpti_Profiler_DeviceSupported_Params>(CUpti_Profiler_DeviceSupported_Params_STRUCT_SIZE);
   sup.cuDevice = dev;
   sup.api = CUPTI_PROFILER_PM_SAMPLING;
@@ -765,111 +1332,115 @@ void start_sampling(State& s, CUcontext ctx) {
   auto chip = params<CUpti_Device_GetChipName_Params>(CUpti_Device_GetChipName_Params_STRUCT_SIZE);
   chip.deviceIndex = ordinal;
   check(cuptiDeviceGetChipName(&chip), "cuptiDeviceGetChipName");
-  const std::string chip_name = chip.pChipName ? chip.pChipName : "";
+  p->chip = chip.pChipName ? chip.pChipName : "";
+  t.lap("chip_ns");
   auto avail = params<CUpti_PmSampling_GetCounterAvailability_Params>(
       CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE);
   avail.deviceIndex = ordinal;
   check(cuptiPmSamplingGetCounterAvailability(&avail), "cuptiPmSamplingGetCounterAvailability");
-  std::vector<std::uint8_t> availability(avail.counterAvailabilityImageSize);
-  avail.pCounterAvailabilityImage = availability.data();
+  p->availability.resize(avail.counterAvailabilityImageSize);
+  avail.pCounterAvailabilityImage = p->availability.data();
   check(cuptiPmSamplingGetCounterAvailability(&avail), "cuptiPmSamplingGetCounterAvailability");
-
+  t.lap("availability_ns");
+  // The chip's counters are listed only where the set is not cached (a cache hit: one host object;
+  // a cached set that no longer takes one pass: listed, and searched again).
   std::vector<std::string> base;
-  {
-    Host lister(chip_name, availability);
+  std::unique_ptr<Cached> cached = s.cfg.metrics.empty() ? read_cache(cache_path(s.cfg, p->chip), p->chip) : nullptr;
+  auto list = [&] {
+    Host lister(p->chip, p->availability);
+    t.lap("host_init_ns");
     base = lister.base_metrics();
-  }
-  emit(s, std::move(tr::JsonLine("base_metrics").str("chip", chip_name).raw("metrics", json_strings(base))));
-  Choice choice = choose(s.cfg, chip_name, availability, base);
-  const std::vector<std::string> metrics = choice.host->metrics();
-
-  // What each collected counter feeds, and which level-1 quantities that allows.
-  std::map<std::string, std::string> roles, classes;
-  s.roles.clear();
-  s.reasons.clear();
-  std::size_t classified = 0;
-  bool cycles = false, executed = false;
-  for (const std::string& m : metrics) {
-    std::string reason;
-    const Role r = role_of(m, &reason);
-    s.roles.push_back(r);
-    s.reasons.push_back(reason);
-    roles[m] = r == Role::stall ? "stall_" + reason : role_name(r);
-    cycles |= r == Role::cycles;
-    executed |= r == Role::executed;
-    s.has_thread |= r == Role::thread;
-    s.has_issued |= r == Role::issued;
-    if (r == Role::stall) {
-      const ab::StallClass c = ab::stall_class(reason);
-      classes[reason] = class_name(c);
-      classified += c != ab::StallClass::unclassified && c != ab::StallClass::not_a_stall;
-    }
-  }
-  if (!cycles || !executed)
-    throw std::runtime_error("the sampled set has no " + std::string(cycles ? "sm__inst_executed" : "sm__cycles_active") +
-                             ": no IPC, no TopDown");
-  s.has_split = classified > 0;
-  std::vector<std::string> quantities = {"retire"}, notes;
-  if (s.has_thread || s.has_issued) quantities.push_back("divergence");
-  if (s.has_split) quantities.insert(quantities.end(), {"frontend", "backend"});
-  else quantities.push_back("stall");
-  if (!s.has_thread && !s.has_issued)
-    notes.push_back("no divergence: neither smsp__thread_inst_executed nor sm__inst_issued fits in the pass, so "
-                    "retire includes what divergence would have taken");
-  else if (!s.has_thread)
-    notes.push_back("divergence is its replay part only (no smsp__thread_inst_executed in the pass)");
-  else if (!s.has_issued)
-    notes.push_back("divergence is its branch part only (no sm__inst_issued in the pass)");
-  std::size_t reasons_on_chip = 0;
-  for (const std::string& b : base) {
-    std::string reason;
-    if (b.find("_realtime") == std::string::npos && role_of(b, &reason) == Role::stall &&
-        ab::stall_class(reason) != ab::StallClass::not_a_stall)
-      ++reasons_on_chip;
-  }
-  if (s.has_split)
-    notes.push_back("frontend and backend share the stalls as " + std::to_string(classified) + " of the chip's " +
-                    std::to_string(reasons_on_chip) + " stall reasons do (the others do not fit in one pass)");
-  else
-    notes.push_back("no stall reason fits in the pass: frontend and backend are shown together as stall");
-
-  // The sampler: enabled on the device, its counter-data image, its configuration, started.
-  auto en = params<CUpti_PmSampling_Enable_Params>(CUpti_PmSampling_Enable_Params_STRUCT_SIZE);
-  en.deviceIndex = ordinal;
-  check(cuptiPmSamplingEnable(&en), "cuptiPmSamplingEnable");
-  s.pm = en.pPmSamplingObject;
-  s.host = std::move(choice.host);
-  std::string trigger = "gpu time";
+    t.lap("base_metrics_ns");
+    emit(s, std::move(tr::JsonLine("base_metrics").str("chip", p->chip).raw("metrics", json_strings(base))));
+  };
+  if (!cached) list();
   try {
+    p->choice = choose(s.cfg, p->chip, p->availability, base, cached.get(), t);
+  } catch (const std::exception&) {
+    if (!cached) throw;
+    list();
+    p->choice = choose(s.cfg, p->chip, p->availability, base, nullptr, t);
+  }
+  p->base_count = base.size();
+  if (!p->choice.host) start_host_builder(s, p->chip, p->availability, p->choice.metrics, p->choice.config);
+  return p;
+}
+
+// Enables PM sampling on the prepared device, with a counter-data image and hardware buffer sized
+// to the interval and the decode period, and starts it (throws saying why it cannot); writes the
+// config record with the setup's times (`t`).
+void start_device(State& s, Prep& prep, Times& t, const std::string& start_how) {
+  Plan plan = plan_of(prep.choice.metrics, prep.choice.chip_reasons);
+  plan.notes.insert(plan.notes.end(), prep.choice.notes.begin(), prep.choice.notes.end());
+  const std::vector<std::string> metrics = prep.choice.metrics;
+  std::vector<const char*> names;
+  for (const std::string& m : metrics) names.push_back(m.c_str());
+  std::unique_lock<std::timed_mutex> pm(s.pm_mu);
+  auto en = params<CUpti_PmSampling_Enable_Params>(CUpti_PmSampling_Enable_Params_STRUCT_SIZE);
+  en.deviceIndex = prep.ordinal;
+  check(cuptiPmSamplingEnable(&en), "cuptiPmSamplingEnable");
+  t.lap("enable_ns");
+  s.pm = en.pPmSamplingObject;
+  if (prep.choice.host) {
+    std::lock_guard<std::mutex> lk(s.host_mu);
+    s.host = std::move(prep.choice.host);
+    s.host_ready = true;
+  }
+  s.plan = plan;
+  std::string trigger = "gpu time";
+  std::size_t slot = 0;
+  const double per_decode = double(s.cfg.decode_ms) * 1e6 / double(std::max<std::uint64_t>(s.cfg.interval_ns, 1));
+  try {
+    // The image: two decodes' samples and 64 more (a decode that fills it decodes again).
+    const std::uint32_t slots =
+        s.cfg.max_samples ? s.cfg.max_samples : std::uint32_t(std::clamp(2 * per_decode + 64, 128.0, 16384.0));
     auto size = params<CUpti_PmSampling_GetCounterDataSize_Params>(CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE);
     size.pPmSamplingObject = s.pm;
-    size.pMetricNames = s.host->names().data();
-    size.numMetrics = s.host->names().size();
-    size.maxSamples = s.cfg.max_samples;
+    size.pMetricNames = names.data();
+    size.numMetrics = names.size();
+    size.maxSamples = slots;
     check(cuptiPmSamplingGetCounterDataSize(&size), "cuptiPmSamplingGetCounterDataSize");
-    s.image.assign(size.counterDataSize, 0);
-    s.capacity = s.cfg.max_samples;
-    reinit_image(s);
+    s.image = new_image(s, size.counterDataSize);
+    s.capacity = slots;
+    slot = size.counterDataSize / std::max<std::uint32_t>(slots, 1);
     s.stats.reinits = 0;
+    s.stats.reinit_ns = 0;
+    t.lap("counter_data_ns");
+    // The hardware buffer: 8 decodes' samples at the image's size per sample (the raw records are
+    // not larger), 32 to 512 MB, unless given.
+    std::size_t hw = s.cfg.hw_buffer;
+    if (!hw) {
+      const double want = double(slot) * std::max(per_decode, 1.0) * 8;
+      hw = std::size_t(std::clamp(std::ceil(want / double(1 << 20)), 32.0, 512.0)) << 20;
+    }
+    s.cfg.hw_buffer = hw;
     auto set = params<CUpti_PmSampling_SetConfig_Params>(CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE);
     set.pPmSamplingObject = s.pm;
-    set.configSize = s.host->image().size();
-    set.pConfig = s.host->image().data();
-    set.hardwareBufferSize = s.cfg.hw_buffer;
+    set.configSize = prep.choice.config.size();
+    set.pConfig = prep.choice.config.data();
+    set.hardwareBufferSize = hw;
     set.samplingInterval = s.cfg.interval_ns;
     set.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
     set.hwBufferAppendMode = s.cfg.keep_latest ? CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST
                                                : CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
-    if (const CUptiResult r = cuptiPmSamplingSetConfig(&set); r != CUPTI_SUCCESS) {
+    CUptiResult r = cuptiPmSamplingSetConfig(&set);
+    if (r != CUPTI_SUCCESS && !prep.choice.host && wait_for_host(s, std::chrono::milliseconds(int(s.cfg.wait_s * 1000)))) {
+      set.configSize = s.host->image().size();  // the cached image refused: the host object's
+      set.pConfig = s.host->image().data();
+      r = cuptiPmSamplingSetConfig(&set);
+    }
+    if (r != CUPTI_SUCCESS) {
       // Chips without the time trigger (Turing, GA100): the interval in SYS clock cycles, taken at 1 GHz.
       set.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_SYSCLK_INTERVAL;
       const std::string first = "cuptiPmSamplingSetConfig (GPU time trigger: " + cupti_words(r) + "; SYS clock trigger)";
       check(cuptiPmSamplingSetConfig(&set), first.c_str());
       trigger = "sysclk cycles (interval taken at 1 GHz)";
     }
+    t.lap("set_config_ns");
     auto start = params<CUpti_PmSampling_Start_Params>(CUpti_PmSampling_Start_Params_STRUCT_SIZE);
     start.pPmSamplingObject = s.pm;
     check(cuptiPmSamplingStart(&start), "cuptiPmSamplingStart");
+    t.lap("start_ns");
   } catch (...) {  // leave the device as it was
     auto dis = params<CUpti_PmSampling_Disable_Params>(CUpti_PmSampling_Disable_Params_STRUCT_SIZE);
     dis.pPmSamplingObject = s.pm;
@@ -878,68 +1449,181 @@ void start_sampling(State& s, CUcontext ctx) {
     throw;
   }
   const std::uint64_t started = tr::now_ns();
-  s.ctx = ctx;
+  pm.unlock();
   clock_line(s, "start");
+  std::uint64_t total = 0;
+  for (const auto& [k, v] : t.parts)
+    if (k != "cu_init_ns" && k != "waited_for_context_ns") total += v;
+  const Choice& c = prep.choice;
   emit(s, std::move(tr::JsonLine("config")
-                        .str("chip", chip_name).unum("device", ordinal).str("device_name", name).str("pci_bus_id", bus)
-                        .unum("interval_ns", s.cfg.interval_ns).str("trigger", trigger)
+                        .str("chip", prep.chip).unum("device", prep.ordinal).str("device_name", prep.name)
+                        .str("pci_bus_id", prep.bus).unum("interval_ns", s.cfg.interval_ns).str("trigger", trigger)
                         .unum("hw_buffer_bytes", s.cfg.hw_buffer).unum("max_samples", s.capacity)
-                        .unum("counter_data_bytes", s.image.size()).unum("decode_ms", s.cfg.decode_ms)
-                        .str("append", s.cfg.keep_latest ? "latest" : "oldest").unum("passes", 1)
-                        .raw("metrics", json_strings(metrics)).raw("roles", json_object(roles))
-                        .raw("stall_class", json_object(classes)).raw("level1", json_strings(quantities))
-                        .raw("notes", json_strings(notes)).raw("not_collected", json_object(choice.rejected))
-                        .str("selection", choice.how).unum("selection_trials", choice.trials)
-                        .unum("base_metrics", base.size()).str("activity", s.activity)
-                        .unum("setup_ns", started - t0).unum("start_ns", started)),
+                        .unum("counter_data_bytes", s.image.size).unum("counter_data_sample_bytes", slot)
+                        .unum("decode_ms", s.cfg.decode_ms).str("append", s.cfg.keep_latest ? "latest" : "oldest")
+                        .unum("passes", 1).raw("metrics", json_strings(metrics)).raw("roles", json_object(plan.roles_json))
+                        .raw("stall_class", json_object(plan.classes)).raw("level1", json_strings(plan.quantities))
+                        .str("split", plan.split == Split::full ? "full" : plan.split == Split::partial ? "partial" : "none")
+                        .raw("notes", json_strings(plan.notes)).raw("approximations", json_strings(plan.approximations))
+                        .raw("not_collected", json_object(c.rejected)).str("selection", c.how)
+                        .unum("selection_trials", c.trials).raw("search", c.search).unum("base_metrics", prep.base_count)
+                        .unum("chip_stall_reasons", c.chip_reasons.size()).str("activity", s.activity)
+                        .str("start", start_how).raw("setup", t.json()).unum("setup_ns", total)
+                        .unum("start_ns", started)),
        true);
   s.sampling = true;
-  std::fprintf(stderr, "%s: sampling %s every %g us (%zu counters, one pass: %s)\n", kTag, name,
-               double(s.cfg.interval_ns) / 1e3, metrics.size(), [&] {
-                 std::string q;
-                 for (const std::string& x : quantities) q += (q.empty() ? "" : ", ") + x;
-                 return q;
-               }().c_str());
+  std::string q;
+  for (const std::string& x : plan.quantities) q += (q.empty() ? "" : ", ") + x;
+  std::fprintf(stderr, "%s: sampling %s every %g us (%zu counters, one pass: %s)\n", kTag, prep.name.c_str(),
+               double(s.cfg.interval_ns) / 1e3, metrics.size(), q.c_str());
 }
 
-// Stops sampling, decodes the rest and writes the end record, once (at exit or when the sampled
-// context is destroyed). Never waits for long: a decode thread or a CUPTI call that does not
-// return in time is left, and said.
+// The library's thread (ARCHBENCH_PM_START context or launch): prepares as soon as the driver is
+// initialised, starts the sampling on the device asked for (the first context's, or the first
+// launch's), then decodes until the end.
+void setup_main() {
+  State& s = state();
+  Times t;
+  {  // the driver's initialisation is the program's cuInit, which loaded this library: let it return
+    std::unique_lock<std::mutex> lk(s.ctl_mu);
+    s.ctl_cv.wait_for(lk, std::chrono::seconds(10), [&] { return s.injection_done || s.stop_thread; });
+    s.phase = Phase::preparing;
+  }
+  CUresult r = CUDA_ERROR_NOT_INITIALIZED;
+  for (int i = 0; i < 100 && (r = cuInit(0)) != CUDA_SUCCESS && r != CUDA_ERROR_NO_DEVICE &&
+                  r != CUDA_ERROR_SYSTEM_DRIVER_MISMATCH && r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_STUB_LIBRARY;
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  t.lap("cu_init_ns");
+  std::unique_ptr<Prep> prep;
+  std::string error;
+  if (r != CUDA_SUCCESS) {
+    const char* w = nullptr;
+    cuGetErrorName(r, &w);
+    error = std::string("cuInit: ") + (w ? w : "error");  // no device: the program says so itself
+  } else {
+    try {
+      prep = prepare(s, 0, t);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  int device = -1;
+  std::string start_how = s.cfg.start;
+  {
+    std::unique_lock<std::mutex> lk(s.ctl_mu);
+    if (prep) {
+      s.phase = Phase::prepared;
+      s.ctl_cv.notify_all();
+      const std::uint64_t w0 = tr::now_ns();
+      s.ctl_cv.wait(lk, [&] { return s.want_device >= 0 || s.stop_thread; });
+      t.put("waited_for_context_ns", tr::now_ns() - w0);
+      t.last = tr::now_ns();
+      device = s.stop_thread ? -1 : s.want_device;
+      start_how += " (" + s.trigger + ")";
+      if (device >= 0) s.phase = Phase::starting;
+    }
+  }
+  if (!error.empty()) {
+    if (r == CUDA_SUCCESS) fail(s, error);
+    else emit(s, std::move(tr::JsonLine("error").str("reason", error).unum("host_ns", tr::now_ns())), true);
+  } else if (device >= 0) {
+    try {
+      if (std::uint32_t(device) != prep->ordinal) prep = prepare(s, std::uint32_t(device), t);
+      start_device(s, *prep, t, start_how);
+    } catch (const std::exception& e) {
+      fail(s, e.what());
+    }
+  }
+  set_phase(s, s.sampling ? Phase::sampling : (device >= 0 || !error.empty() ? Phase::failed : Phase::stopped));
+  if (s.sampling) {
+    decode_loop();
+    return;
+  }
+  std::lock_guard<std::mutex> lk(s.ctl_mu);
+  s.thread_running = false;
+  s.ctl_cv.notify_all();
+}
+
+// Stops sampling, decodes the rest, disables PM sampling and writes the end record, once (at exit
+// or when the sampled context is destroyed). Never waits for long: a thread or a CUPTI call that
+// does not return in time is left, and said.
 void finish(const char* why, int wait_s) {
   State& s = state();
   if (getpid() != s.pid || s.finished.exchange(true)) return;  // a forked child, or done already
+  Times t;
   std::string trouble;
   {
     std::unique_lock<std::mutex> lk(s.ctl_mu);
     s.stop_thread = true;
     s.ctl_cv.notify_all();
     if (!s.ctl_cv.wait_for(lk, std::chrono::seconds(wait_s), [&] { return !s.thread_running; }))
-      trouble = "the decode thread did not stop within " + std::to_string(wait_s) + " s";
+      trouble = "the library's thread did not stop within " + std::to_string(wait_s) + " s";
   }
+  t.lap("join_ns");
+  const bool host = !s.sampling || wait_for_host(s, std::chrono::seconds(wait_s));
+  t.lap("host_wait_ns");
   std::unique_lock<std::timed_mutex> pm(s.pm_mu, std::defer_lock);
-  if (!pm.try_lock_for(std::chrono::seconds(wait_s))) {
+  if (!host) {
+    trouble = "no host object to evaluate the samples with (see the host record): none written";
+    if (pm.try_lock_for(std::chrono::seconds(wait_s)) && s.pm) {
+      auto stop = params<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
+      stop.pPmSamplingObject = s.pm;
+      cuptiPmSamplingStop(&stop);
+      auto dis = params<CUpti_PmSampling_Disable_Params>(CUpti_PmSampling_Disable_Params_STRUCT_SIZE);
+      dis.pPmSamplingObject = s.pm;
+      cuptiPmSamplingDisable(&dis);
+      s.pm = nullptr;
+      s.stopped = true;
+    }
+  } else if (!pm.try_lock_for(std::chrono::seconds(wait_s))) {
     trouble = "CUPTI did not return within " + std::to_string(wait_s) + " s: the last samples are not decoded";
   } else if (s.sampling && !s.stopped) {
     try {
       auto stop = params<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
       stop.pPmSamplingObject = s.pm;
       check(cuptiPmSamplingStop(&stop), "cuptiPmSamplingStop");
-      for (int i = 0; i < 16 && decode(s); ++i) {
+      t.lap("stop_ns");
+      for (int i = 0; i < 16 && decode(s, true); ++i) {
       }
+      t.lap("final_decode_ns");
     } catch (const std::exception& e) {
       trouble = e.what();
     }
     s.stopped = true;
     clock_line(s, "end");
+    if (s.cfg.disable) {
+      auto dis = params<CUpti_PmSampling_Disable_Params>(CUpti_PmSampling_Disable_Params_STRUCT_SIZE);
+      dis.pPmSamplingObject = s.pm;
+      if (const CUptiResult r = cuptiPmSamplingDisable(&dis); r != CUPTI_SUCCESS && trouble.empty())
+        trouble = "cuptiPmSamplingDisable: " + cupti_words(r);
+      s.pm = nullptr;
+      t.lap("disable_ns");
+    }
   }
+  if (pm.owns_lock()) pm.unlock();
+  std::uint64_t total = s.flush_ns;
+  for (const auto& [k, v] : t.parts) total += v;
+  t.put("flush_ns", s.flush_ns);
+  t.put("total_ns", total);
   const Stats st = s.stats;
   if (!st.last_error.empty() && trouble.empty()) trouble = st.last_error;
-  emit(s, std::move(tr::JsonLine("end").str("why", why).unum("samples", st.samples).unum("idle", st.idle)
-                        .unum("lost", st.lost).unum("empty", st.empty).unum("decodes", st.decodes)
+  const char* phase = s.sampling ? "sampled"
+                      : s.phase == Phase::failed ? "failed"
+                      : s.phase == Phase::preparing || s.phase == Phase::prepared ? "never started (no context or launch)"
+                                                                                   : "never started";
+  emit(s, std::move(tr::JsonLine("end").str("why", why).str("sampling", phase).unum("samples", st.samples)
+                        .unum("idle", st.idle).unum("lost", st.lost).unum("empty", st.empty).unum("decodes", st.decodes)
                         .unum("decode_errors", st.decode_errors).unum("image_reinits", st.reinits)
                         .unum("image_full", st.full).boolean("overflow", st.overflow)
                         .unum("launches", s.launches.load()).unum("kernel_records", s.kernel_records.load())
-                        .str("trouble", trouble).unum("end_ns", tr::now_ns())),
+                        .unum("first_launch_wait_ns", s.first_wait_ns)
+                        .raw("decode", "{\"total_ns\":" + std::to_string(st.decode_ns) + ",\"max_ns\":" +
+                                           std::to_string(st.decode_max_ns) + ",\"reinit_ns\":" +
+                                           std::to_string(st.reinit_ns) + ",\"most_samples\":" +
+                                           std::to_string(st.most_per_decode) + ",\"set_aside\":" +
+                                           std::to_string(st.set_aside) + "}")
+                        .raw("exit", t.json()).str("trouble", trouble).unum("end_ns", tr::now_ns())),
        true);
   if (s.sampling)
     std::fprintf(stderr, "%s: %llu samples%s, %llu kernel records, %llu launches; %s\n", kTag,
@@ -953,25 +1637,89 @@ void at_exit() {
   State& s = state();
   if (getpid() != s.pid) return;
   try {
+    const std::uint64_t t0 = tr::now_ns();
     if (s.activity_on) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // before finish: no lock of ours held
+    s.flush_ns = tr::now_ns() - t0;
     finish("exit", 10);
   } catch (...) {
   }
 }
 
-// The first launch starts sampling on its context's device; every launch is recorded.
+// The device of `ctx` asked for (the first context, or the first launch's): the setup thread
+// starts the sampling there.
+void ask_for(State& s, CUcontext ctx, const char* trigger) {
+  std::uint32_t ordinal = 0;
+  if (cuptiGetDeviceId(ctx, &ordinal) != CUPTI_SUCCESS) return;
+  std::lock_guard<std::mutex> lk(s.ctl_mu);
+  if (s.want_device >= 0) return;
+  s.want_device = int(ordinal);
+  s.want_ctx = ctx;
+  s.ctx = ctx;
+  s.trigger = trigger;
+  s.trigger_ns = tr::now_ns();
+  s.ctl_cv.notify_all();
+}
+
+// The first launch, or any launch while the start is under way: waits for it (at most
+// ARCHBENCH_PM_WAIT_S), so that no kernel goes unsampled; the first wait is recorded.
+void wait_for_start(State& s, CUcontext ctx) {
+  ask_for(s, ctx, "first launch");
+  const std::uint64_t t0 = tr::now_ns();
+  bool settled;
+  {
+    std::unique_lock<std::mutex> lk(s.ctl_mu);
+    settled = s.ctl_cv.wait_for(lk, std::chrono::milliseconds(std::int64_t(s.cfg.wait_s * 1000)),
+                                [&] { return s.settled.load() || !s.thread_running; });
+    if (s.first_waited) return;
+    s.first_waited = true;
+  }
+  s.first_wait_ns = tr::now_ns() - t0;
+  emit(s, std::move(tr::JsonLine("wait").unum("waited_ns", s.first_wait_ns).unum("host_ns", tr::now_ns())
+                        .unum("since_trigger_ns", tr::now_ns() - s.trigger_ns).str("trigger", s.trigger)
+                        .boolean("sampling", s.sampling.load()).boolean("timed_out", !settled)),
+       true);
+  if (!settled) {
+    s.gave_up = true;
+    const std::string why = "the first launch waited " + number(s.cfg.wait_s) +
+                            " s for the sampling to start and went on: its kernels may be unsampled";
+    std::fprintf(stderr, "%s: %s\n", kTag, why.c_str());
+    emit(s, std::move(tr::JsonLine("error").str("reason", why).unum("host_ns", tr::now_ns())), true);
+  }
+}
+
+// Every launch is recorded; the first waits for the sampling to start (or, with
+// ARCHBENCH_PM_START=sync, starts it here).
 void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
   if (cb->callbackSite != CUPTI_API_ENTER || s.finished) return;
-  if (!s.tried) {
-    std::lock_guard<std::mutex> lock(s.setup_mu);
-    if (!s.tried) {
-      try {
-        start_sampling(s, cb->context);
-        start_thread(s);
-      } catch (const std::exception& e) {
-        fail(s, e.what());
+  if (!s.settled && !s.gave_up) {
+    if (s.cfg.start == "sync") {
+      {
+        std::lock_guard<std::mutex> lock(s.ctl_mu);  // the first launch's setup, every other launch waiting
+        if (!s.settled) {
+          const std::uint64_t t0 = tr::now_ns();
+          Times t;
+          try {
+            std::uint32_t ordinal = 0;
+            check(cuptiGetDeviceId(cb->context, &ordinal), "cuptiGetDeviceId");
+            s.ctx = cb->context;
+            auto prep = prepare(s, ordinal, t);
+            start_device(s, *prep, t, "sync (first launch)");
+          } catch (const std::exception& e) {
+            fail(s, e.what());
+          }
+          s.phase = s.sampling ? Phase::sampling : Phase::failed;
+          s.settled = true;
+          s.first_waited = true;
+          s.first_wait_ns = tr::now_ns() - t0;
+          emit(s, std::move(tr::JsonLine("wait").unum("waited_ns", s.first_wait_ns).unum("host_ns", tr::now_ns())
+                                .unum("since_trigger_ns", s.first_wait_ns).str("trigger", "first launch (sync)")
+                                .boolean("sampling", s.sampling.load()).boolean("timed_out", false)),
+               true);
+        }
       }
-      s.tried = true;
+      if (s.sampling && !s.decode_spawned.exchange(true)) spawn(decode_loop, "decode");
+    } else {
+      wait_for_start(s, cb->context);
     }
   }
   if (!s.sampling) return;
@@ -990,6 +1738,8 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
   try {  // nothing thrown here may reach the program
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
       on_launch(s, static_cast<const CUpti_CallbackData*>(data), id);
+    } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
+      if (s.cfg.start == "context") ask_for(s, static_cast<const CUpti_ResourceData*>(data)->context, "context created");
     } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
       const auto* r = static_cast<const CUpti_ResourceData*>(data);
       if (s.sampling && r->context == s.ctx) finish("context destroyed", 3);  // the program waits here
@@ -1003,19 +1753,24 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
   State& s = state();
   if (s.pid == getpid()) return 1;
+  const std::uint64_t t0 = tr::now_ns();
   s.pid = getpid();
   Settings& c = s.cfg;
   c.interval_ns = std::uint64_t(env_number("ARCHBENCH_PM_INTERVAL_US", 100, 0.001, 1e7) * 1e3);
   c.decode_ms = unsigned(env_number("ARCHBENCH_PM_DECODE_MS", 20, 1, 10000));
-  c.hw_buffer = std::size_t(env_number("ARCHBENCH_PM_HW_BUFFER_MB", 64, 1, 65536)) << 20;
-  // The image holds 8 decodes' samples (at least 512, at most 16384 slots of some 16 KB each).
-  const double per_decode = double(c.decode_ms) * 1e6 / double(std::max<std::uint64_t>(c.interval_ns, 1));
-  c.max_samples = std::uint32_t(env_number("ARCHBENCH_PM_MAX_SAMPLES", std::clamp(8 * per_decode, 512.0, 16384.0),
-                                           16, 1 << 20));
+  c.hw_buffer = std::size_t(env_number("ARCHBENCH_PM_HW_BUFFER_MB", 0, 0, 65536)) << 20;
+  c.max_samples = std::uint32_t(env_number("ARCHBENCH_PM_MAX_SAMPLES", 0, 0, 1 << 20));
+  c.wait_s = env_number("ARCHBENCH_PM_WAIT_S", 10, 0, 3600);
+  if (c.max_samples && c.max_samples < 16) c.max_samples = 16;
   if (const char* e = std::getenv("ARCHBENCH_PM_APPEND")) c.keep_latest = std::string(e) == "latest";
   if (const char* e = std::getenv("ARCHBENCH_PM_KERNELS")) c.kernels = std::string(e) != "0";
+  if (const char* e = std::getenv("ARCHBENCH_PM_DISABLE")) c.disable = std::string(e) != "0";
   if (const char* e = std::getenv("ARCHBENCH_PM_METRICS")) c.metrics = e;
   if (const char* e = std::getenv("ARCHBENCH_PM_CACHE")) c.cache = e;
+  if (const char* e = std::getenv("ARCHBENCH_PM_START"); e && *e) {
+    if (std::string(e) == "context" || std::string(e) == "launch" || std::string(e) == "sync") c.start = e;
+    else std::fprintf(stderr, "%s: ARCHBENCH_PM_START=%s is not context, launch or sync; using context\n", kTag, e);
+  }
   const char* path = std::getenv("ARCHBENCH_PM_OUT");
   s.out_path = path && *path ? path : "pmsampling-" + std::to_string(getpid()) + ".jsonl";
   s.out = std::fopen(s.out_path.c_str(), "w");
@@ -1028,7 +1783,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   emit(s, std::move(tr::JsonLine("process").num("pid", getpid()).str("command", tr::command_line())
-                        .unum("start_ns", tr::now_ns()).str("date", date)),
+                        .unum("start_ns", t0).str("date", date)),
        true);
   if (const CUptiResult r = cuptiSubscribe(&s.sub, callback, nullptr); r != CUPTI_SUCCESS) {
     fail(s, "cuptiSubscribe: " + cupti_words(r) + " (another CUPTI client, such as Nsight, may hold it)");
@@ -1037,6 +1792,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   for (CUpti_CallbackId id : tr::kLaunches) cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
   for (CUpti_CallbackId id : {CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz})
     cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
+  cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
   cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
   if (c.kernels) {
     CUptiResult r = cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed);
@@ -1048,5 +1804,12 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     s.activity = "none (ARCHBENCH_PM_KERNELS=0): launches only";
   }
   std::atexit(at_exit);
+  if (c.start != "sync") spawn(setup_main, "setup");
+  {
+    std::lock_guard<std::mutex> lk(s.ctl_mu);
+    s.injection_done = true;
+    s.ctl_cv.notify_all();
+  }
+  emit(s, std::move(tr::JsonLine("injection").str("start", c.start).unum("init_ns", tr::now_ns() - t0)), true);
   return 1;
 }

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""libarchbench_pmsampling without a GPU (ctest pmsampling_host): mock_device.cpp, the library's
+source with the device side faked and the Profiler Host API real, run as a CUDA program would be.
+
+  - the first run searches GH100's counters (plain and the TriageCompute collection) and takes the
+    one-pass set the host API allows (the IPC pair, predicated-on thread instructions, issued
+    instructions), says that no stall reason can be sampled in one pass and what is approximated,
+    and caches the set with its config image;
+  - the second run starts from the cache without a host object (built on a thread of its own:
+    a `host` record), so its first launch waits less than the first run's did;
+  - ARCHBENCH_PM_START=launch and sync start at the first launch; every run's samples carry the
+    known fractions (retire 0.375, divergence 0.175, stall 0.45) and its records the library's
+    times (setup, wait, exit);
+  - archbench_topdown.py --timeline --report reads the file and takes the overhead apart.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def run(mock, out, cache, *args, start=None):
+    env = dict(os.environ, ARCHBENCH_PM_OUT=out, ARCHBENCH_PM_CACHE=cache)
+    if start:
+        env["ARCHBENCH_PM_START"] = start
+    p = subprocess.run([mock, *args], env=env, capture_output=True, text=True, timeout=120)
+    recs = {}
+    with open(out) as f:
+        for line in f:
+            r = json.loads(line)
+            recs.setdefault(r["type"], []).append(r)
+    return p, recs
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mock", required=True)
+    ap.add_argument("--tool", required=True)
+    a = ap.parse_args()
+    d = tempfile.mkdtemp(prefix="pmsampling-host-")
+    cache = os.path.join(d, "pm.cache")
+    failures = []
+
+    def expect(ok, what):
+        if not ok:
+            failures.append(what)
+        return ok
+
+    def common(name, p, recs, trigger):
+        expect(p.returncode == 0, f"{name}: the program exited with {p.returncode}: {p.stderr}")
+        cfg, end, wait = recs.get("config", [{}])[0], recs.get("end", [{}])[0], recs.get("wait", [{}])[0]
+        expect(end.get("sampling") == "sampled", f"{name}: end record {end}")
+        expect(wait.get("trigger") == trigger and wait.get("sampling") is True, f"{name}: wait record {wait}")
+        samples = recs.get("sample", [])
+        expect(len(samples) >= 3, f"{name}: {len(samples)} samples")
+        for s in samples:
+            l1 = s["level1"]
+            if not all(abs(l1.get(k, -1) - v) < 1e-6 for k, v in (("retire", 0.375), ("divergence", 0.175),
+                                                                    ("stall", 0.45))):
+                expect(False, f"{name}: sample {s}")
+                break
+        keys = ("enable_ns", "set_config_ns", "start_ns") + (() if trigger.endswith("(sync)") else ("cu_init_ns",))
+        for key in keys:
+            expect(key in cfg.get("setup", {}), f"{name}: no {key} in the config's setup {cfg.get('setup')}")
+        expect(all(k in end.get("exit", {}) for k in ("stop_ns", "final_decode_ns", "total_ns")),
+               f"{name}: end record's exit {end.get('exit')}")
+        print(f"{name}: selection {cfg.get('selection')}; the first launch waited {wait.get('waited_ns', 0) / 1e6:.1f} ms;"
+              f" setup {cfg.get('setup')}; exit {end.get('exit')}")
+        return cfg, end, wait
+
+    # 1. The search, cached.
+    p, recs = run(a.mock, os.path.join(d, "1.jsonl"), cache, "50")
+    cfg, _, wait1 = common("search", p, recs, "context created")
+    expect(cfg.get("selection", "").startswith("search"), f"search: selection {cfg.get('selection')}")
+    expect(cfg.get("metrics") == ["sm__cycles_active.sum", "sm__inst_executed.sum",
+                                  "sm__thread_inst_executed_pred_on_realtime.sum", "sm__inst_issued.sum"],
+           f"search: metrics {cfg.get('metrics')}")
+    expect(cfg.get("level1") == ["retire", "divergence", "stall"], f"search: level1 {cfg.get('level1')}")
+    expect(any("no stall reason can be sampled in one pass on GH100" in n for n in cfg.get("notes", [])),
+           f"search: notes {cfg.get('notes')}")
+    expect(any("predicated-on" in n for n in cfg.get("approximations", [])),
+           f"search: approximations {cfg.get('approximations')}")
+    expect(any(c.get("collection") == "TriageCompute" for c in cfg.get("search", [])),
+           f"search: the TriageCompute collection was not tried: {cfg.get('search')}")
+    with open(cache) as f:
+        expect(any(line.startswith("config ") for line in f), "the cache has no config image")
+    # 2. From the cache: no host object needed to start.
+    p, recs = run(a.mock, os.path.join(d, "2.jsonl"), cache, "50")
+    cfg, _, wait2 = common("cache", p, recs, "context created")
+    expect("(config image too)" in cfg.get("selection", ""), f"cache: selection {cfg.get('selection')}")
+    host = recs.get("host", [{}])[0]
+    expect("since_start_ns" in host and not host.get("error"), f"cache: host record {host}")
+    expect(wait2.get("waited_ns", 1e18) < wait1.get("waited_ns", 0),
+           f"cache: the first launch waited {wait2.get('waited_ns')} ns, no less than the search's "
+           f"{wait1.get('waited_ns')}")
+    # 3, 4. Started at the first launch.
+    p, recs = run(a.mock, os.path.join(d, "3.jsonl"), cache, "20", "nocontext", start="launch")
+    common("launch", p, recs, "first launch")
+    p, recs = run(a.mock, os.path.join(d, "4.jsonl"), cache, "20", "nocontext", start="sync")
+    cfg, _, _ = common("sync", p, recs, "first launch (sync)")
+    expect(cfg.get("start", "").startswith("sync"), f"sync: start {cfg.get('start')}")
+    # The command on the second run's file.
+    j = os.path.join(d, "2.json")
+    p = subprocess.run([sys.executable, a.tool, "--timeline", "--report", os.path.join(d, "2.jsonl"), "--json", j],
+                       capture_output=True, text=True)
+    print(p.stdout, p.stderr, sep="\n")
+    expect(p.returncode == 0, f"--report exited with {p.returncode}")
+    if expect(os.path.exists(j), "--report wrote no JSON"):
+        with open(j) as f:
+            doc = json.load(f)
+        costs = doc["context"].get("costs", {})
+        for k in ("injection_init_s", "first_launch_wait_s", "setup_s", "host_object_s", "exit_s", "decode_s"):
+            expect(k in costs, f"--report: no {k} in the costs {costs}")
+        expect(abs(doc["total"]["stall"] - 0.45) < 1e-6, f"--report: the run's stall {doc['total']}")
+    expect("the first launch waited" in p.stdout, "--report: the library's times are not printed")
+    if failures:
+        print("FAIL:\n  " + "\n  ".join(failures))
+        return 1
+    print(f"OK ({d})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
