@@ -1552,7 +1552,7 @@ void finish(const char* why, int wait_s) {
   State& s = state();
   if (getpid() != s.pid || s.finished.exchange(true)) return;  // a forked child, or done already
   Times t;
-  std::string trouble;
+  std::string trouble, exit_note;
   {
     std::unique_lock<std::mutex> lk(s.ctl_mu);
     s.stop_thread = true;
@@ -1584,15 +1584,22 @@ void finish(const char* why, int wait_s) {
       stop.pPmSamplingObject = s.pm;
       check(cuptiPmSamplingStop(&stop), "cuptiPmSamplingStop");
       t.lap("stop_ns");
-      for (int i = 0; i < 16 && decode(s, true); ++i) {
-      }
+      // At exit, CUPTI's host library may already be torn down: a decode there crashed the program
+      // (SIGSEGV in libnvperf_host on the H100), so the samples since the thread's last decode (at
+      // most one decode period) are left; at a context's destruction they are decoded.
+      if (std::string(why) != "exit")
+        for (int i = 0; i < 16 && decode(s, true); ++i) {
+        }
+      else
+        exit_note = "the samples of the last decode period (at most " + std::to_string(s.cfg.decode_ms) +
+                  " ms) are not decoded at exit";
       t.lap("final_decode_ns");
     } catch (const std::exception& e) {
       trouble = e.what();
     }
     s.stopped = true;
     clock_line(s, "end");
-    if (s.cfg.disable) {
+    if (s.cfg.disable && std::string(why) != "exit") {  // at exit, as the decode above
       auto dis = params<CUpti_PmSampling_Disable_Params>(CUpti_PmSampling_Disable_Params_STRUCT_SIZE);
       dis.pPmSamplingObject = s.pm;
       if (const CUptiResult r = cuptiPmSamplingDisable(&dis); r != CUPTI_SUCCESS && trouble.empty())
@@ -1623,7 +1630,7 @@ void finish(const char* why, int wait_s) {
                                            std::to_string(st.reinit_ns) + ",\"most_samples\":" +
                                            std::to_string(st.most_per_decode) + ",\"set_aside\":" +
                                            std::to_string(st.set_aside) + "}")
-                        .raw("exit", t.json()).str("trouble", trouble).unum("end_ns", tr::now_ns())),
+                        .raw("exit", t.json()).str("trouble", trouble).str("note", exit_note).unum("end_ns", tr::now_ns())),
        true);
   if (s.sampling)
     std::fprintf(stderr, "%s: %llu samples%s, %llu kernel records, %llu launches; %s\n", kTag,
