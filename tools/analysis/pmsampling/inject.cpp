@@ -1229,6 +1229,30 @@ void clock_line(State& s, const char* when) {
        true);
 }
 
+// The last decodes and the stop, on the thread that decoded all along, before it ends: made on
+// the program's thread at its exit or at cudaDeviceReset (after this thread had ended), the
+// decode crashed the program (SIGSEGV in libnvperf_host on the H100).
+void last_decode(State& s) {
+  {
+    std::lock_guard<std::mutex> hl(s.host_mu);
+    if (!s.host_ready) return;  // finish waits for the host object and says what it could do
+  }
+  std::unique_lock<std::timed_mutex> pm(s.pm_mu, std::defer_lock);
+  if (!pm.try_lock_for(std::chrono::seconds(5)) || s.stopped || !s.sampling || !s.pm) return;
+  try {
+    for (int i = 0; i < 16 && decode(s, true); ++i) {
+    }
+    auto stop = params<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
+    stop.pPmSamplingObject = s.pm;
+    check(cuptiPmSamplingStop(&stop), "cuptiPmSamplingStop");
+  } catch (const std::exception& e) {
+    ++s.stats.decode_errors;
+    s.stats.last_error = e.what();
+  }
+  s.stopped = true;
+  clock_line(s, "end");
+}
+
 // Decodes every decode period until told to stop (the setup thread's, or a thread of its own).
 void decode_loop() {
   State& s = state();
@@ -1263,6 +1287,9 @@ void decode_loop() {
     }
     lk.lock();
   }
+  lk.unlock();
+  last_decode(s);
+  lk.lock();
   s.thread_running = false;
   s.ctl_cv.notify_all();
 }
@@ -1552,7 +1579,7 @@ void finish(const char* why, int wait_s) {
   State& s = state();
   if (getpid() != s.pid || s.finished.exchange(true)) return;  // a forked child, or done already
   Times t;
-  std::string trouble, exit_note;
+  std::string trouble;
   {
     std::unique_lock<std::mutex> lk(s.ctl_mu);
     s.stop_thread = true;
@@ -1580,26 +1607,20 @@ void finish(const char* why, int wait_s) {
     trouble = "CUPTI did not return within " + std::to_string(wait_s) + " s: the last samples are not decoded";
   } else if (s.sampling && !s.stopped) {
     try {
+      // Where the library's thread could not (see last_decode).
+      for (int i = 0; i < 16 && decode(s, true); ++i) {
+      }
+      t.lap("final_decode_ns");
       auto stop = params<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
       stop.pPmSamplingObject = s.pm;
       check(cuptiPmSamplingStop(&stop), "cuptiPmSamplingStop");
       t.lap("stop_ns");
-      // At exit, CUPTI's host library may already be torn down: a decode there crashed the program
-      // (SIGSEGV in libnvperf_host on the H100), so the samples since the thread's last decode (at
-      // most one decode period) are left; at a context's destruction they are decoded.
-      if (std::string(why) != "exit")
-        for (int i = 0; i < 16 && decode(s, true); ++i) {
-        }
-      else
-        exit_note = "the samples of the last decode period (at most " + std::to_string(s.cfg.decode_ms) +
-                  " ms) are not decoded at exit";
-      t.lap("final_decode_ns");
     } catch (const std::exception& e) {
       trouble = e.what();
     }
     s.stopped = true;
     clock_line(s, "end");
-    if (s.cfg.disable && std::string(why) != "exit") {  // at exit, as the decode above
+    if (s.cfg.disable) {
       auto dis = params<CUpti_PmSampling_Disable_Params>(CUpti_PmSampling_Disable_Params_STRUCT_SIZE);
       dis.pPmSamplingObject = s.pm;
       if (const CUptiResult r = cuptiPmSamplingDisable(&dis); r != CUPTI_SUCCESS && trouble.empty())
@@ -1630,7 +1651,7 @@ void finish(const char* why, int wait_s) {
                                            std::to_string(st.reinit_ns) + ",\"most_samples\":" +
                                            std::to_string(st.most_per_decode) + ",\"set_aside\":" +
                                            std::to_string(st.set_aside) + "}")
-                        .raw("exit", t.json()).str("trouble", trouble).str("note", exit_note).unum("end_ns", tr::now_ns())),
+                        .raw("exit", t.json()).str("trouble", trouble).unum("end_ns", tr::now_ns())),
        true);
   if (s.sampling)
     std::fprintf(stderr, "%s: %llu samples%s, %llu kernel records, %llu launches; %s\n", kTag,
