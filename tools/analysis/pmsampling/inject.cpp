@@ -864,6 +864,7 @@ struct State {
 
   std::mutex ctl_mu;  // phase, the device asked for, the threads' control
   std::condition_variable ctl_cv;
+  bool setup_returned = false;  // the setup thread's function has returned, its locals destroyed
   Phase phase = Phase::none;
   std::atomic<bool> settled{false};  // phase is sampling, failed or stopped
   std::atomic<bool> gave_up{false};  // a launch waited ARCHBENCH_PM_WAIT_S in vain: the others do not wait
@@ -1572,6 +1573,17 @@ void setup_main() {
   s.ctl_cv.notify_all();
 }
 
+// The setup thread's body: setup_main, then a word that it has returned, so that finish can wait
+// until the thread's own objects (CUPTI's among them) are destroyed before the process goes on
+// with its exit (an uncached first run, whose search made them, hung or died at exit otherwise).
+void setup_entry() {
+  setup_main();
+  State& s = state();
+  std::lock_guard<std::mutex> lk(s.ctl_mu);
+  s.setup_returned = true;
+  s.ctl_cv.notify_all();
+}
+
 // Stops sampling, decodes the rest, disables PM sampling and writes the end record, once (at exit
 // or when the sampled context is destroyed). Never waits for long: a thread or a CUPTI call that
 // does not return in time is left, and said.
@@ -1584,7 +1596,9 @@ void finish(const char* why, int wait_s) {
     std::unique_lock<std::mutex> lk(s.ctl_mu);
     s.stop_thread = true;
     s.ctl_cv.notify_all();
-    if (!s.ctl_cv.wait_for(lk, std::chrono::seconds(wait_s), [&] { return !s.thread_running; }))
+    if (!s.ctl_cv.wait_for(lk, std::chrono::seconds(wait_s), [&] {
+          return !s.thread_running && (s.setup_returned || s.cfg.start == "sync");
+        }))
       trouble = "the library's thread did not stop within " + std::to_string(wait_s) + " s";
   }
   t.lap("join_ns");
@@ -1832,7 +1846,10 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     s.activity = "none (ARCHBENCH_PM_KERNELS=0): launches only";
   }
   std::atexit(at_exit);
-  if (c.start != "sync") spawn(setup_main, "setup");
+  if (c.start != "sync" && !spawn(setup_entry, "setup")) {
+    std::lock_guard<std::mutex> lk(s.ctl_mu);
+    s.setup_returned = true;  // no thread to wait for
+  }
   {
     std::lock_guard<std::mutex> lk(s.ctl_mu);
     s.injection_done = true;
