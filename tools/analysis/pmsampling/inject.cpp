@@ -865,6 +865,7 @@ struct State {
   std::mutex ctl_mu;  // phase, the device asked for, the threads' control
   std::condition_variable ctl_cv;
   bool setup_returned = false;  // the setup thread's function has returned, its locals destroyed
+  std::uint64_t last_decode_ns = 0, last_stop_ns = 0;  // last_decode's, on the library's thread
   Phase phase = Phase::none;
   std::atomic<bool> settled{false};  // phase is sampling, failed or stopped
   std::atomic<bool> gave_up{false};  // a launch waited ARCHBENCH_PM_WAIT_S in vain: the others do not wait
@@ -949,17 +950,17 @@ void build_host(std::string chip, std::vector<std::uint8_t> availability, std::v
     error = e.what();
   }
   const std::uint64_t ready = tr::now_ns();
+  tr::JsonLine line("host");  // written before finish can be told the host object is there
+  line.raw("times", t.json()).unum("since_start_ns", ready - s.host_started_ns).unum("ready_ns", ready);
+  if (!note.empty()) line.str("note", note);
+  if (!error.empty()) line.str("error", error);
+  emit(s, std::move(line), true);
   {
     std::lock_guard<std::mutex> lk(s.host_mu);
     if (error.empty()) s.host = std::move(h), s.host_ready = true;
     else s.host_failed = true;
     s.host_cv.notify_all();
   }
-  tr::JsonLine line("host");
-  line.raw("times", t.json()).unum("since_start_ns", ready - s.host_started_ns).unum("ready_ns", ready);
-  if (!note.empty()) line.str("note", note);
-  if (!error.empty()) line.str("error", error);
-  emit(s, std::move(line), true);
   if (!error.empty()) fail(s, "the samples cannot be evaluated: " + error);
 }
 
@@ -1241,11 +1242,15 @@ void last_decode(State& s) {
   std::unique_lock<std::timed_mutex> pm(s.pm_mu, std::defer_lock);
   if (!pm.try_lock_for(std::chrono::seconds(5)) || s.stopped || !s.sampling || !s.pm) return;
   try {
+    const std::uint64_t t0 = tr::now_ns();
     for (int i = 0; i < 16 && decode(s, true); ++i) {
     }
+    const std::uint64_t t1 = tr::now_ns();
+    s.last_decode_ns = t1 - t0;
     auto stop = params<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
     stop.pPmSamplingObject = s.pm;
     check(cuptiPmSamplingStop(&stop), "cuptiPmSamplingStop");
+    s.last_stop_ns = tr::now_ns() - t1;
   } catch (const std::exception& e) {
     ++s.stats.decode_errors;
     s.stats.last_error = e.what();
@@ -1602,6 +1607,10 @@ void finish(const char* why, int wait_s) {
       trouble = "the library's thread did not stop within " + std::to_string(wait_s) + " s";
   }
   t.lap("join_ns");
+  if (s.stopped) {  // by last_decode, on the library's thread
+    t.put("final_decode_ns", s.last_decode_ns);
+    t.put("stop_ns", s.last_stop_ns);
+  }
   const bool host = !s.sampling || wait_for_host(s, std::chrono::seconds(wait_s));
   t.lap("host_wait_ns");
   std::unique_lock<std::timed_mutex> pm(s.pm_mu, std::defer_lock);
