@@ -105,7 +105,6 @@
 #include <cupti_profiler_target.h>
 #include <cupti_sass_metrics.h>
 #include <cupti_target.h>
-#include <cxxabi.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -325,14 +324,6 @@ T params(std::size_t size) {
   return p;
 }
 
-std::string demangle(const char* m) {
-  int status = 0;
-  char* d = abi::__cxa_demangle(m, nullptr, nullptr, &status);
-  std::string r = status == 0 && d ? d : m;
-  std::free(d);
-  return r;
-}
-
 std::string getenv_or(const char* name, const char* fallback) {
   const char* v = std::getenv(name);
   return v && *v ? v : fallback;
@@ -406,7 +397,7 @@ void consume(State& s, CUcontext ctx, Context& c, CUpti_PCSamplingData& d) {
       stalls.append(tr::JsonLine::quote(name)).append(1, ':').append(std::to_string(p.stallReason[k].samples));
     }
     tr::JsonLine("pc").unum("context", reinterpret_cast<std::uintptr_t>(ctx)).str("crc", tr::hex64(p.cubinCrc))
-        .str("function", fn).str("name", demangle(fn)).unum("pc", p.pcOffset).str("file", src.file)
+        .str("function", fn).str("name", tr::demangle(fn)).unum("pc", p.pcOffset).str("file", src.file)
         .str("dir", src.dir).unum("line", src.line).raw("stalls", stalls + "}").write(s.out);
     ++s.pc_records;
   }
@@ -457,7 +448,7 @@ void flush_sass(State& s, CUcontext ctx, const char* where) {
     const uint64_t crc = crc_of(s, d.cubinCrc);
     const Source& src = source_of(s, crc, fn, d.pcOffset);
     tr::JsonLine line("sass");
-    line.str("crc", tr::hex64(crc)).str("function", fn).str("name", demangle(fn)).unum("pc", d.pcOffset)
+    line.str("crc", tr::hex64(crc)).str("function", fn).str("name", tr::demangle(fn)).unum("pc", d.pcOffset)
         .str("file", src.file).str("dir", src.dir).unum("line", src.line);
     for (const auto& [k, v] : sum) line.unum(k, v);
     line.write(s.out);
@@ -966,7 +957,7 @@ bool sass_target_is(const std::string& target, const std::string& fn, uint64_t n
   if (target.empty()) return nth == 1;
   if (target.find_first_not_of("0123456789") == std::string::npos) return nth == std::strtoull(target.c_str(), nullptr, 10);
   if (target == fn) return true;
-  const std::string d = demangle(fn.c_str());
+  const std::string d = tr::demangle(fn.c_str());
   if (target == d) return true;
   std::string bare = d.substr(0, d.find('('));
   if (target == bare) return true;
@@ -1006,7 +997,7 @@ void sass_on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id)
         return;
       } else if (s.sass_strategy == "deferred") {
         if (new_function && s.sass_late.insert(fn).second)
-          emit(s, std::move(tr::JsonLine("sass_late").str("function", fn).str("name", demangle(fn.c_str()))
+          emit(s, std::move(tr::JsonLine("sass_late").str("function", fn).str("name", tr::demangle(fn.c_str()))
                                 .unum("modules_loaded", s.modules_loaded).unum("modules_at_enable", c->modules_at_enable)
                                 .unum("ns", tr::now_ns())));
         return;
@@ -1401,7 +1392,7 @@ void write_end(State& s) {  // s.mu held
   const double rate = sampled_ns > overflow_ns ? double(s.samples) / (double(sampled_ns - overflow_ns) * 1e-9) : 0;
   const uint64_t lost = uint64_t(rate * double(overflow_ns) * 1e-9);
   for (const auto& [key, sh] : s.shapes)
-    tr::JsonLine("launch").str("function", sh.name).str("name", demangle(sh.name.c_str())).nums("grid", sh.grid)
+    tr::JsonLine("launch").str("function", sh.name).str("name", tr::demangle(sh.name.c_str())).nums("grid", sh.grid)
         .nums("block", sh.block).unum("launches", sh.launches).raw("warps_per_scheduler", std::to_string(sh.warps_per_scheduler))
         .write(s.out);
   std::string sass_line;
@@ -1414,7 +1405,7 @@ void write_end(State& s) {  // s.mu held
       std::string& to = s.sass_counted.count(f) ? counted : missing;
       if (to.size() > 1) to += ',';
       to += tr::JsonLine::quote(f);
-      if (!s.sass_counted.count(f) && n_missing++ < 6) names += (names.empty() ? "" : ", ") + demangle(f.c_str());
+      if (!s.sass_counted.count(f) && n_missing++ < 6) names += (names.empty() ? "" : ", ") + tr::demangle(f.c_str());
     }
     tr::JsonLine("sass_summary").str("strategy", s.sass_strategy).str("target", s.sass_target).boolean("lazy_patching", s.sass_lazy)
         .unum("launched", launched.size()).unum("counted", launched.size() - n_missing).raw("counted_functions", counted + "]")

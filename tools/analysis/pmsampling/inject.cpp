@@ -75,7 +75,6 @@
 #include <cupti_profiler_host.h>
 #include <cupti_profiler_target.h>
 #include <cupti_target.h>
-#include <cxxabi.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -147,14 +146,6 @@ std::string number(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
-}
-
-std::string demangle(const char* m) {
-  int status = 0;
-  char* d = abi::__cxa_demangle(m, nullptr, nullptr, &status);
-  std::string r = status == 0 && d ? d : m;
-  std::free(d);
-  return r;
 }
 
 std::string json_strings(const std::vector<std::string>& v) {
@@ -1191,7 +1182,7 @@ void CUPTIAPI on_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, 
     if (r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
     const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(r);
     tr::JsonLine line("kernel");
-    line.str("name", k->name ? demangle(k->name) : "?").unum("start", k->start).unum("end", k->end)
+    line.str("name", k->name ? tr::demangle(k->name) : "?").unum("start", k->start).unum("end", k->end)
         .unum("correlation", k->correlationId).unum("stream", k->streamId).unum("device", k->deviceId)
         .nums("grid", {k->gridX, k->gridY, k->gridZ}).nums("block", {k->blockX, k->blockY, k->blockZ});
     lines.push_back(std::move(line));
@@ -1213,7 +1204,7 @@ std::uint64_t name_id(State& s, const char* mangled) {
   std::lock_guard<std::mutex> lock(s.names_mu);
   auto [it, added] = s.names.try_emplace(mangled, s.names.size());
   if (added)
-    emit(s, std::move(tr::JsonLine("name").unum("id", it->second).str("name", demangle(mangled)).str("mangled", mangled)));
+    emit(s, std::move(tr::JsonLine("name").unum("id", it->second).str("name", tr::demangle(mangled)).str("mangled", mangled)));
   return it->second;
 }
 

@@ -38,7 +38,6 @@
 // natively and an "unreplayable" record says why.
 #include <cuda.h>
 #include <cupti.h>
-#include <cxxabi.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -122,14 +121,6 @@ struct State {
 State& state() {
   static State* s = new State;  // never destroyed: callbacks may come during exit
   return *s;
-}
-
-std::string demangle(const char* m) {
-  int status = 0;
-  char* d = abi::__cxa_demangle(m, nullptr, nullptr, &status);
-  std::string r = status == 0 && d ? d : m;
-  std::free(d);
-  return r;
 }
 
 std::string join(const std::vector<std::string>& v) {
@@ -394,7 +385,7 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
     ++s.captured;
     return;
   }
-  const std::string mangled = cb->symbolName, name = demangle(cb->symbolName);
+  const std::string mangled = cb->symbolName, name = tr::demangle(cb->symbolName);
   Launch l{name, mangled, shape_key(mangled, args.grid, args.block), args.grid, args.block, s.seq++,
            s.launched[name]++, tr::now_ns()};
   State::Shape& sh = s.shapes[l.shape];
@@ -510,7 +501,7 @@ void finish() {
   for (const auto& [key, t] : times)
     if (!s.shapes.count(key)) {
       State::Shape& sh = s.shapes[key];
-      sh.name = demangle(t.mangled.c_str()), sh.mangled = t.mangled, sh.grid = t.grid, sh.block = t.block;
+      sh.name = tr::demangle(t.mangled.c_str()), sh.mangled = t.mangled, sh.grid = t.grid, sh.block = t.block;
       sh.launches = t.records;
     }
   for (const auto& [key, sh] : s.shapes) {

@@ -109,10 +109,7 @@ const std::string& symbolize(void* pc) {
   void* at = static_cast<char*>(pc) - 1;
   if (dladdr(at, &di)) {
     if (di.dli_sname) {
-      int st = 0;
-      char* d = abi::__cxa_demangle(di.dli_sname, nullptr, nullptr, &st);
-      name = (st == 0 && d) ? d : di.dli_sname;
-      free(d);
+      name = demangle(di.dli_sname);
     } else {
       const char* base = di.dli_fname ? strrchr(di.dli_fname, '/') : nullptr;
       char off[32];
@@ -240,6 +237,14 @@ std::string JsonLine::quote(std::string_view s) {
     }
   }
   return o + '"';
+}
+
+std::string demangle(const char* mangled) {
+  int st = 0;
+  char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &st);
+  std::string r = st == 0 && d ? d : mangled;
+  free(d);
+  return r;
 }
 
 std::string command_line() {

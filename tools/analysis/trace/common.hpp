@@ -145,6 +145,9 @@ class TraceFile {
 /// This process's command line, arguments joined by spaces.
 std::string command_line();
 
+/// `mangled` demangled (C++ ABI), or as it is where it is not a mangled name.
+std::string demangle(const char* mangled);
+
 /// Sampler of the program's threads (GPU_IDLE_CAUSE) that never interrupts their system calls.
 ///
 /// Running threads: a per-thread POSIX timer on the thread's CPU-time clock signals (SIGPROF)
