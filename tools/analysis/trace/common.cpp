@@ -880,7 +880,12 @@ void* Sampler::loop(void*) {
   std::vector<Asleep> asleep;
   asleep.reserve(64);
 #if defined(__x86_64__)
-  SleeperStacks stacks(s.mem_fd_, reinterpret_cast<FindFde>(s.find_fde_));
+  // Kept from a global, not only from this thread's stack: a forked child has no sampler thread,
+  // and LeakSanitizer counted the walks' memory as leaked there (the child then exited 86).
+  static SleeperStacks* kept = nullptr;
+  delete kept;
+  kept = new SleeperStacks(s.mem_fd_, reinterpret_cast<FindFde>(s.find_fde_));
+  SleeperStacks& stacks = *kept;
 #endif
   [[maybe_unused]] uint64_t round = 0;
   while (s.running_.load()) {
