@@ -877,11 +877,12 @@ void* Sampler::loop(void*) {
     bool regs;
     char where[256];  // its whole syscall line (9 numbers at most)
   };
-  std::vector<Asleep> asleep;
+  // The loop's buffers are kept from globals, not only from this thread's stack: a forked child
+  // has no sampler thread, and LeakSanitizer counted them as leaked there (the child exited 86).
+  static auto* asleep_kept = new std::vector<Asleep>;
+  std::vector<Asleep>& asleep = *asleep_kept;
   asleep.reserve(64);
 #if defined(__x86_64__)
-  // Kept from a global, not only from this thread's stack: a forked child has no sampler thread,
-  // and LeakSanitizer counted the walks' memory as leaked there (the child then exited 86).
   static SleeperStacks* kept = nullptr;
   delete kept;
   kept = new SleeperStacks(s.mem_fd_, reinterpret_cast<FindFde>(s.find_fde_));
