@@ -728,9 +728,7 @@ def run(argv):
     ap.add_argument("--sass-report", help="with --report: the SASS metrics run's raw file")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
     a = ap.parse_args(argv)
-    cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
-    if bool(cmd) == bool(a.report):
-        ap.error("give either -- PROGRAM [ARGS...] or --report RAW.jsonl")
+    cmd = topdown.program_or_report(ap, a)
     if a.period is not None and a.period and not 5 <= a.period <= 31:
         ap.error("--period takes 5..31 (log2 of cycles)")
     if a.sass_target and a.sass_strategy != "target":

@@ -37,10 +37,8 @@ import bisect
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 
 from . import charts, cli, topdown
 from .cli import InputError
@@ -651,12 +649,7 @@ def find_lib(given):
 
 def timed(cmd, env):
     """(exit status, wall seconds, start and end on CLOCK_MONOTONIC in ns: the library's clock)."""
-    start = time.monotonic_ns()
-    try:
-        rc = subprocess.call(cmd, env=env)
-    except FileNotFoundError:
-        raise InputError(f"no such program: {cmd[0]}")
-    end = time.monotonic_ns()
+    rc, start, end = topdown.timed_span(cmd, env)
     return rc, (end - start) * 1e-9, start, end
 
 
@@ -713,9 +706,7 @@ def run(argv):
     ap.add_argument("--report", help="analyse this raw file instead of running a program")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
     a = ap.parse_args(argv)
-    cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
-    if bool(cmd) == bool(a.report):
-        ap.error("give either -- PROGRAM [ARGS...] or --report RAW.jsonl")
+    cmd = topdown.program_or_report(ap, a)
     if not a.interval_us > 0:
         ap.error("--interval-us takes a time > 0")
     run_context = {}

@@ -77,13 +77,19 @@ def driver_version(pci_bus_id):
         return ""
 
 
-def timed(cmd, env):
-    start = time.monotonic()
+def timed_span(cmd, env):
+    """(exit status, start and end on CLOCK_MONOTONIC in ns) of running cmd."""
+    start = time.monotonic_ns()
     try:
         rc = subprocess.call(cmd, env=env)
     except FileNotFoundError:
         raise InputError(f"no such program: {cmd[0]}")
-    return rc, time.monotonic() - start
+    return rc, start, time.monotonic_ns()
+
+
+def timed(cmd, env):
+    rc, start, end = timed_span(cmd, env)
+    return rc, (end - start) * 1e-9
 
 
 def read_records(path, types, check, what, library):
@@ -281,12 +287,18 @@ def injection_options(ap):
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
 
 
-def parse_injection(ap, argv):
-    """(options, the program's command line, [] with --report), checked."""
-    a = ap.parse_args(argv)
+def program_or_report(ap, a):
+    """The program's command line from a.command (after "--"), [] with --report; exactly one of them."""
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
     if bool(cmd) == bool(a.report):
         ap.error("give either -- PROGRAM [ARGS...] or --report RAW.jsonl")
+    return cmd
+
+
+def parse_injection(ap, argv):
+    """(options, the program's command line, [] with --report), checked."""
+    a = ap.parse_args(argv)
+    cmd = program_or_report(ap, a)
     if a.sample < 0 or a.max_launches < 0:
         ap.error("--sample and --max-launches take a count >= 0")
     if a.budget < 0:
