@@ -214,7 +214,7 @@ void add_context(const ab::DeviceInfo& d, const std::string& sweep, const std::s
   char host[256] = "unknown";
   gethostname(host, sizeof host - 1);
   const std::pair<const char*, std::string> facts[] = {
-      {"archbench_version", ARCHBENCH_VERSION_STRING},
+      {"archbench_version", ab::version()},
       {"host", host},
       {"backend", d.backend},
       {"device", d.name},
