@@ -8,6 +8,8 @@ source with the device side faked and the Profiler Host API real, run as a CUDA 
     and caches the set with its config image;
   - the second run starts from the cache without a host object (built on a thread of its own:
     a `host` record), so its first launch waits less than the first run's did;
+  - with ARCHBENCH_PM_WAIT_S=0 the first launch does not wait: a `wait` record of 0 ns marked
+    no_wait, and the run is sampled from the start on;
   - ARCHBENCH_PM_START=launch and sync start at the first launch; every run's samples carry the
     known fractions (retire 0.375, divergence 0.175, stall 0.45) and its records the library's
     times (setup, wait, exit);
@@ -21,8 +23,11 @@ import sys
 import tempfile
 
 
-def run(mock, out, cache, *args, start=None):
+def run(mock, out, cache, *args, start=None, wait=None):
     env = dict(os.environ, ARCHBENCH_PM_OUT=out, ARCHBENCH_PM_CACHE=cache)
+    env.pop("ARCHBENCH_PM_WAIT_S", None)
+    if wait is not None:  # "0": the launches do not wait (archbench_topdown.py --timeline --no-wait)
+        env["ARCHBENCH_PM_WAIT_S"] = wait
     if start:
         env["ARCHBENCH_PM_START"] = start
     p = subprocess.run([mock, *args], env=env, capture_output=True, text=True, timeout=120)
@@ -101,6 +106,13 @@ def main():
     p, recs = run(a.mock, os.path.join(d, "4.jsonl"), cache, "20", "nocontext", start="sync")
     cfg, _, _ = common("sync", p, recs, "first launch (sync)")
     expect(cfg.get("start", "").startswith("sync"), f"sync: start {cfg.get('start')}")
+    # 5. --no-wait: the launches do not wait for the start.
+    p, recs = run(a.mock, os.path.join(d, "5.jsonl"), cache, "50", wait="0")
+    wait5, end5 = recs.get("wait", [{}])[0], recs.get("end", [{}])[0]
+    expect(p.returncode == 0, f"no wait: the program exited with {p.returncode}: {p.stderr}")
+    expect(wait5.get("no_wait") is True and wait5.get("waited_ns") == 0, f"no wait: wait record {wait5}")
+    expect(end5.get("sampling") == "sampled" and len(recs.get("sample", [])) >= 1,
+           f"no wait: end record {end5}, {len(recs.get('sample', []))} samples")
     # The command on the second run's file.
     j = os.path.join(d, "2.json")
     p = subprocess.run([sys.executable, a.tool, "--timeline", "--report", os.path.join(d, "2.jsonl"), "--json", j],

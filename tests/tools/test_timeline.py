@@ -245,6 +245,27 @@ class Analysis(unittest.TestCase):
         self.assertIn("0.210 s building the host object that evaluates the samples", text)
         self.assertIn("40 samples decoded before it was there waited for it", text)
 
+    def test_kernels_before_the_start_are_counted_unsampled(self):
+        recs = records()
+        recs.append({"type": "kernel", "name": "early()", "start": CUPTI - 90 * US, "end": CUPTI - 30 * US,
+                     "correlation": 3, "stream": 7, "device": 0, "grid": [1, 1, 1], "block": [32, 1, 1]})
+        # CUPTI's first sample reaches back before the start, its counters 0: the start record decides.
+        recs.append(dict(sample(0, [0] * len(S0)), i=-1, start=CUPTI - 400 * US, end=CUPTI + 10 * US))
+        _, path = write(recs)
+        res = timeline.analyse(timeline.load(path))
+        b = res["context"]["before_sampling"]
+        self.assertEqual(b["launches"], 1)
+        self.assertAlmostEqual(b["gpu_time_s"], 60e-6)
+        self.assertAlmostEqual(b["gpu_share"], 60 / 210)
+        self.assertIn("1 launches (0.060 ms, 28.6% of the kernels' GPU time) ran unsampled", timeline.text_report(res))
+        _, path = write(records())
+        self.assertEqual(timeline.analyse(timeline.load(path))["context"]["before_sampling"]["launches"], 0)
+        # A program that ended before the sampling started: its kernels, and what to do.
+        _, path = write([r for r in records() if r["type"] not in ("config", "sample")])
+        text = timeline.text_report(timeline.analyse(timeline.load(path)))
+        self.assertIn("the program's 2 kernels (0.150 ms) ran, and it exited, before the sampling had started", text)
+        self.assertIn("without --no-wait the first launch waits", text)
+
     def test_launches_only(self):
         _, path = write(records(kernels=False))
         res = timeline.analyse(timeline.load(path))

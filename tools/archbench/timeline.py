@@ -8,6 +8,10 @@ interval (libarchbench_pmsampling.so, tools/analysis/pmsampling/inject.cpp).
 The program runs natively (wall time), then with the library injected (CUDA_INJECTION64_PATH); the
 overhead is the ratio of the two wall times, taken apart from the library's own timings (its start:
 what the first launch waited for, what ran beside the program; its end: flush, stop, last decode).
+The first launch waits for the sampling to start (0.12-0.2 s after the program's context on an H100,
+with the chip's counter set cached) so that no kernel goes unsampled; with --no-wait the launches go
+on and the kernels that ran before the start are counted as unsampled (a long run's first moments;
+BabelStream, mixbench and the CG solver ran all their kernels in that time).
 The library samples the counters TopDown level 1 needs that fit in one pass and says which level-1
 quantities that allows and what is approximated: retire, divergence, and frontend and backend
 where every stall reason is counted; where only some are (with the active warps), frontend or
@@ -182,7 +186,9 @@ def analyse(recs):
     t_base = int(proc.get("start_ns", 0))
     context = {"command": proc.get("command", ""), "date": proc.get("date", "")}
     errors = [e.get("reason", "") for e in recs["error"]]
-    if cfg is None:
+    if cfg is None:  # never started: whatever kernels the program ran went unsampled
+        ran = [int(k["end"]) - int(k["start"]) for k in recs["kernel"] if int(k["end"]) > int(k["start"]) > 0]
+        context["before_sampling"] = {"launches": len(ran), "gpu_time_s": sum(ran) * 1e-9, "gpu_share": 1.0}
         return {"context": context, "errors": errors, "quantities": [], "stall_class": {}, "samples": [], "kernels": [],
                 "invocations": [], "launches": [], "total": None, "kernel_source": "none"}
     metrics, roles, quantities = cfg["metrics"], cfg["roles"], cfg["level1"]
@@ -230,6 +236,16 @@ def analyse(recs):
         invocations.append({"kernel": k["name"], "invocation": inv, "start_s": t0, "end_s": t1, "samples": n,
                             **(level1(c, quantities, stall_class) or {})})
     gpu_total = sum(a["gpu_time_s"] for a in by_name.values())
+    # Launches that ended before the sampling started (the library's start did not hold them back):
+    # its start clock record, else the first sample (none: every kernel ran before it). Not the
+    # first sample's own start: CUPTI's first sample reaches back before the start, counters 0.
+    start = next((k for k in clocks if k.get("when") == "start"), None)
+    first = ((int(start["mono_ns"]) - t_base) * 1e-9 if start and "mono_ns" in start
+             else samples[0]["start_s"] if samples else float("inf"))
+    before = [i for i in invocations if i["end_s"] <= first]
+    context["before_sampling"] = {"launches": len(before), "gpu_time_s": sum(i["end_s"] - i["start_s"] for i in before),
+                                  "gpu_share": (sum(i["end_s"] - i["start_s"] for i in before) / gpu_total
+                                                if gpu_total else 0.0)}
     kernels = []
     for a in sorted(by_name.values(), key=lambda a: -a["gpu_time_s"]):
         row = dict(a)
@@ -450,6 +466,11 @@ def text_report(res, by_invocation=False):
     c, q = res["context"], res["quantities"]
     lines = []
     if not q:
+        b = c.get("before_sampling") or {}
+        if b.get("launches") and not res["errors"]:
+            return (f"no PM sampling took place: the program's {b['launches']} kernels ({1e3 * b['gpu_time_s']:.3f} ms) "
+                    "ran, and it exited, before the sampling had started (0.3 s after its context on an H100, more on a "
+                    "chip's first run, which searches its counters); without --no-wait the first launch waits for it")
         return "no PM sampling took place" + (": " + "; ".join(res["errors"]) if res["errors"] else
                                               " (the program launched no kernel)")
     span = (c["last_s"] - c["first_s"]) if c["samples"] else 0.0
@@ -471,6 +492,11 @@ def text_report(res, by_invocation=False):
     if c.get("not_collected"):
         lines.append("  not in the pass: " + ", ".join(sorted(c["not_collected"])))
     lines.append(f"kernels from: {res['kernel_source']}; sample times: {c.get('sample_clock')}")
+    b = c.get("before_sampling") or {}
+    if b.get("launches"):
+        lines.append(f"  before the sampling started: {b['launches']} launches ({1e3 * b['gpu_time_s']:.3f} ms, "
+                     f"{100 * b['gpu_share']:.1f}% of the kernels' GPU time) ran unsampled (--no-wait: the launches "
+                     "did not wait for the start)")
     if c.get("trouble"):
         lines.append(f"  at the end: {c['trouble']}")
     lines.append("")
@@ -669,7 +695,8 @@ def sample_run(a, cmd, context):
     env = topdown.cupti_env(dict(os.environ))
     env.update({"CUDA_INJECTION64_PATH": lib, "ARCHBENCH_PM_OUT": raw, "ARCHBENCH_PM_INTERVAL_US": repr(a.interval_us)})
     for opt, var in ((a.decode_ms, "ARCHBENCH_PM_DECODE_MS"), (a.hw_buffer_mb, "ARCHBENCH_PM_HW_BUFFER_MB"),
-                     (a.metrics, "ARCHBENCH_PM_METRICS"), (a.start, "ARCHBENCH_PM_START")):
+                     (a.metrics, "ARCHBENCH_PM_METRICS"), (a.start, "ARCHBENCH_PM_START"),
+                     (0 if a.no_wait else None, "ARCHBENCH_PM_WAIT_S")):
         if opt is not None:
             env[var] = str(opt)
     rc, context["sampled_s"], context["spawn_ns"], context["exit_ns"] = timed(cmd, env)
@@ -692,6 +719,10 @@ def run(argv):
                     help="when the library starts sampling: context (default: prepared as the library loads, "
                          "started on the first context's device, the first launch waiting for it), launch (the "
                          "device part at the first launch) or sync (everything at the first launch)")
+    ap.add_argument("--no-wait", action="store_true",
+                    help="the program's launches do not wait for the sampling to start (by default the first one "
+                         "waits, 0.12-0.2 s on an H100): less overhead, and the kernels that ran before the start "
+                         "are counted as unsampled (for long runs)")
     ap.add_argument("--stall-split", metavar="TOPDOWN.json",
                     help="share each kernel's stall out between frontend and backend as this kernel-replay TopDown "
                          "(archbench_topdown.py --json) of the same program found (an approximation, said)")

@@ -23,17 +23,21 @@
 //     or backend holds the counted reasons only (a lower bound) and stall_other the rest;
 //   - else stall (frontend and backend together; archbench_topdown.py --stall-split shares it out
 //     as a kernel-replay TopDown found).
-// The set, its config image and the chip's stall reasons are cached per chip and CUPTI version
-// (ARCHBENCH_PM_CACHE), so that later runs neither list the chip's counters nor search, and start
-// without a host object (whose first initialisation, libnvperf_host's, took 0.4-0.5 s on a build
+// The set, its config image, the device's counter availability image and the chip's stall reasons
+// are cached per chip and CUPTI version (ARCHBENCH_PM_CACHE), so that later runs neither query the
+// availability (0.17 s on an H100) nor list the chip's counters nor search, and start without a
+// host object (whose first initialisation, libnvperf_host's, took 0.4-0.5 s on a build
 // machine).
 //
 // Start: by default (ARCHBENCH_PM_START=context) a thread of the library prepares everything as
 // soon as the library is loaded (the driver's initialisation, the chip, the counter availability,
 // the set and its config image), while the program goes on creating its context, and starts the
 // sampling on the device of the program's first context as soon as it exists; the program's
-// first kernel launch waits for that (a `wait` record says how long), so that no kernel goes
-// unsampled. With a cached config image the host object (to evaluate samples) is built on a
+// first kernel launch waits for that (at most ARCHBENCH_PM_WAIT_S; a `wait` record says how
+// long), so that no kernel goes unsampled. With ARCHBENCH_PM_WAIT_S=0 the launches go on (the
+// start came 0.12-0.2 s after the context on an H100, most of a short program's overhead), and
+// the kernels that ran before it have no samples: the report counts them (BabelStream, mixbench
+// and the CG solver ran all their kernels in that time). With a cached config image the host object (to evaluate samples) is built on a
 // second thread meanwhile; samples decoded before it is there are set aside and evaluated when it
 // is. `launch`: the device part at the first launch (a process that creates a context but
 // launches nothing leaves the device to others); `sync`: everything at the first launch, on the
@@ -58,7 +62,8 @@
 //   ARCHBENCH_PM_INTERVAL_US   sampling interval in microseconds (default 100)
 //   ARCHBENCH_PM_DECODE_MS     time between two decodes of the hardware buffer (default 20)
 //   ARCHBENCH_PM_START         context (default), launch or sync (see above)
-//   ARCHBENCH_PM_WAIT_S        at most this long a first launch waits for the start (default 10)
+//   ARCHBENCH_PM_WAIT_S        at most this long a first launch waits for the start (default 10;
+//                              0: it does not wait)
 //   ARCHBENCH_PM_HW_BUFFER_MB  CUPTI's hardware buffer (default: 8 decodes' samples at the counter
 //                              data's size per sample, 32 to 512 MB)
 //   ARCHBENCH_PM_MAX_SAMPLES   slots of a counter-data image (default: 2 decodes' samples and 64
@@ -79,6 +84,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -116,6 +122,9 @@ namespace {
 
 constexpr const char* kTag = "archbench-pmsampling";
 constexpr const char* kCacheHeader = "# archbench-pmsampling one-pass set v2";
+
+enum class Rearm { host_object, started, decoded };
+void rearm_exit(Rearm point);
 
 // A CUPTI parameter block: zeroed, with the size CUPTI checks its version by.
 template <class P>
@@ -392,13 +401,16 @@ std::string group_key(const std::vector<std::string>& g) {
 
 class Host {
  public:
-  Host(const std::string& chip, std::vector<std::uint8_t>& availability) {
+  // The availability image is the object's own copy: CUPTI may keep the pointer until deinit (a
+  // host object built on a thread from the thread's copy crashed programs at exit on the H100).
+  Host(const std::string& chip, const std::vector<std::uint8_t>& availability) : chip_(chip), availability_(availability) {
     auto p = params<CUpti_Profiler_Host_Initialize_Params>(CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
     p.profilerType = CUPTI_PROFILER_TYPE_PM_SAMPLING;
-    p.pChipName = chip.c_str();
-    p.pCounterAvailabilityImage = availability.data();
+    p.pChipName = chip_.c_str();
+    p.pCounterAvailabilityImage = availability_.data();
     check(cuptiProfilerHostInitialize(&p), "cuptiProfilerHostInitialize (PM sampling)");
     obj_ = p.pHostObject;
+    rearm_exit(Rearm::host_object);
   }
   ~Host() {
     auto p = params<CUpti_Profiler_Host_Deinitialize_Params>(CUpti_Profiler_Host_Deinitialize_Params_STRUCT_SIZE);
@@ -451,6 +463,8 @@ class Host {
   std::vector<const char*>& names() { return names_; }
 
  private:
+  std::string chip_;
+  std::vector<std::uint8_t> availability_;
   CUpti_Profiler_Host_Object* obj_ = nullptr;
   std::vector<std::uint8_t> image_;
   std::vector<std::string> metrics_;
@@ -489,6 +503,7 @@ struct Cached {
   std::set<std::string> reasons;
   std::vector<std::string> notes;
   std::vector<std::uint8_t> config;  // the set's config image (hex in the file)
+  std::vector<std::uint8_t> availability;  // the device's counter availability image (hex)
   std::uint64_t host_init_ns = 0;
 };
 
@@ -524,6 +539,7 @@ std::unique_ptr<Cached> read_cache(const std::string& path, const std::string& c
     else if (key == "reason") c->reasons.insert(value);
     else if (key == "note") c->notes.push_back(value);
     else if (key == "config") c->config = bytes_of(value);
+    else if (key == "availability") c->availability = bytes_of(value);
     else if (key == "host_init_ns") c->host_init_ns = std::strtoull(value.c_str(), nullptr, 10);
     else if (key == "rejected") {
       const std::size_t tab = value.find('\t');
@@ -723,8 +739,8 @@ Choice choose(const Settings& cfg, const std::string& chip, std::vector<std::uin
       for (const std::string& m : c.host->metrics()) std::fprintf(f, "metric %s\n", m.c_str());
       for (const std::string& r : c.chip_reasons) std::fprintf(f, "reason %s\n", r.c_str());
       for (const std::string& n : c.notes) std::fprintf(f, "note %s\n", n.c_str());
-      std::fprintf(f, "host_init_ns %llu\nconfig %s\n", static_cast<unsigned long long>(c.host_init_ns),
-                   hex_of(c.config).c_str());
+      std::fprintf(f, "host_init_ns %llu\nconfig %s\navailability %s\n", static_cast<unsigned long long>(c.host_init_ns),
+                   hex_of(c.config).c_str(), hex_of(availability).c_str());
       for (const auto& [m, w] : c.rejected) std::fprintf(f, "rejected %s\t%s\n", m.c_str(), w.c_str());
       if (std::fclose(f) == 0) std::rename(tmp.c_str(), cache.c_str());
       else std::remove(tmp.c_str());
@@ -1154,6 +1170,7 @@ bool decode(State& s, bool host) {
   if (full) ++s.stats.full;
   if (host) {
     evaluate(s, s.image);
+    rearm_exit(Rearm::decoded);  // after the first evaluation's statics too
     if (full || info.numPopulatedSamples > 0) reinit_image(s, s.image);
   } else if (full || info.numPopulatedSamples > 0) {
     s.stats.set_aside += s.image.completed;
@@ -1358,18 +1375,29 @@ std::unique_ptr<Prep> prepare(State& s, std::uint32_t ordinal, Times& t) {
   check(cuptiDeviceGetChipName(&chip), "cuptiDeviceGetChipName");
   p->chip = chip.pChipName ? chip.pChipName : "";
   t.lap("chip_ns");
-  auto avail = params<CUpti_PmSampling_GetCounterAvailability_Params>(
-      CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE);
-  avail.deviceIndex = ordinal;
-  check(cuptiPmSamplingGetCounterAvailability(&avail), "cuptiPmSamplingGetCounterAvailability");
-  p->availability.resize(avail.counterAvailabilityImageSize);
-  avail.pCounterAvailabilityImage = p->availability.data();
-  check(cuptiPmSamplingGetCounterAvailability(&avail), "cuptiPmSamplingGetCounterAvailability");
-  t.lap("availability_ns");
+  // The counter availability image: the cache's where it holds one with its config image (the
+  // query took 0.17 s on an H100, on the path to the first launch; a set the device then refuses
+  // fails at cuptiPmSamplingSetConfig, which says why), else the device's.
+  std::unique_ptr<Cached> cached = s.cfg.metrics.empty() ? read_cache(cache_path(s.cfg, p->chip), p->chip) : nullptr;
+  auto query_availability = [&] {
+    auto avail = params<CUpti_PmSampling_GetCounterAvailability_Params>(
+        CUpti_PmSampling_GetCounterAvailability_Params_STRUCT_SIZE);
+    avail.deviceIndex = ordinal;
+    check(cuptiPmSamplingGetCounterAvailability(&avail), "cuptiPmSamplingGetCounterAvailability");
+    p->availability.resize(avail.counterAvailabilityImageSize);
+    avail.pCounterAvailabilityImage = p->availability.data();
+    check(cuptiPmSamplingGetCounterAvailability(&avail), "cuptiPmSamplingGetCounterAvailability");
+    t.lap("availability_ns");
+  };
+  if (cached && !cached->config.empty() && !cached->availability.empty()) {
+    p->availability = cached->availability;
+    t.lap("availability_cached_ns");
+  } else {
+    query_availability();
+  }
   // The chip's counters are listed only where the set is not cached (a cache hit: one host object;
   // a cached set that no longer takes one pass: listed, and searched again).
   std::vector<std::string> base;
-  std::unique_ptr<Cached> cached = s.cfg.metrics.empty() ? read_cache(cache_path(s.cfg, p->chip), p->chip) : nullptr;
   auto list = [&] {
     Host lister(p->chip, p->availability);
     t.lap("host_init_ns");
@@ -1382,6 +1410,7 @@ std::unique_ptr<Prep> prepare(State& s, std::uint32_t ordinal, Times& t) {
     p->choice = choose(s.cfg, p->chip, p->availability, base, cached.get(), t);
   } catch (const std::exception&) {
     if (!cached) throw;
+    if (p->availability == cached->availability) query_availability();
     list();
     p->choice = choose(s.cfg, p->chip, p->availability, base, nullptr, t);
   }
@@ -1448,7 +1477,7 @@ void start_device(State& s, Prep& prep, Times& t, const std::string& start_how) 
     set.hwBufferAppendMode = s.cfg.keep_latest ? CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST
                                                : CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
     CUptiResult r = cuptiPmSamplingSetConfig(&set);
-    if (r != CUPTI_SUCCESS && !prep.choice.host && wait_for_host(s, std::chrono::milliseconds(int(s.cfg.wait_s * 1000)))) {
+    if (r != CUPTI_SUCCESS && !prep.choice.host && wait_for_host(s, std::chrono::seconds(10))) {
       set.configSize = s.host->image().size();  // the cached image refused: the host object's
       set.pConfig = s.host->image().data();
       r = cuptiPmSamplingSetConfig(&set);
@@ -1465,6 +1494,7 @@ void start_device(State& s, Prep& prep, Times& t, const std::string& start_how) 
     start.pPmSamplingObject = s.pm;
     check(cuptiPmSamplingStart(&start), "cuptiPmSamplingStart");
     t.lap("start_ns");
+    rearm_exit(Rearm::started);
   } catch (...) {  // leave the device as it was
     auto dis = params<CUpti_PmSampling_Disable_Params>(CUpti_PmSampling_Disable_Params_STRUCT_SIZE);
     dis.pPmSamplingObject = s.pm;
@@ -1677,7 +1707,8 @@ void finish(const char* why, int wait_s) {
 
 void at_exit() {
   State& s = state();
-  if (getpid() != s.pid) return;
+  static std::atomic<bool> ran{false};
+  if (getpid() != s.pid || ran.exchange(true)) return;
   try {
     const std::uint64_t t0 = tr::now_ns();
     if (s.activity_on) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // before finish: no lock of ours held
@@ -1685,6 +1716,30 @@ void at_exit() {
     finish("exit", 10);
   } catch (...) {
   }
+}
+
+// CUPTI loads libnvperf_host and builds its static objects lazily, after the library registered
+// at_exit; at exit their destructors ran first, under the setup and decode threads still inside
+// CUPTI (SIGSEGV in libnvperf_host on the H100, in every program that exits without destroying its
+// context, once the launches no longer waited for the start). Registered again once they exist
+// (the first host object, the start, the first decode evaluated), at_exit runs before them.
+void rearm_exit(Rearm point) {
+  static std::atomic<bool> done[3];
+  if (!done[int(point)].exchange(true)) std::atexit(at_exit);
+}
+
+// Where the program exits from its main thread (main's return or exit()), that thread's
+// thread_local destructors run before any atexit handler (glibc's __run_exit_handlers): a guard
+// constructed there runs at_exit first of all, before any library's static objects go, whatever
+// CUPTI call the library's threads are in (the setup's first query raced a short program's exit).
+// Another thread that ends or calls exit leaves it to the atexit registrations above.
+struct ExitGuard {
+  ~ExitGuard() { at_exit(); }
+};
+void guard_exit_on_main_thread() {
+  if (syscall(SYS_gettid) != getpid()) return;
+  static thread_local ExitGuard guard;
+  (void)guard;
 }
 
 // The device of `ctx` asked for (the first context, or the first launch's): the setup thread
@@ -1703,9 +1758,22 @@ void ask_for(State& s, CUcontext ctx, const char* trigger) {
 }
 
 // The first launch, or any launch while the start is under way: waits for it (at most
-// ARCHBENCH_PM_WAIT_S), so that no kernel goes unsampled; the first wait is recorded.
+// ARCHBENCH_PM_WAIT_S; 0: not at all), so that no kernel goes unsampled; the first wait is
+// recorded.
 void wait_for_start(State& s, CUcontext ctx) {
   ask_for(s, ctx, "first launch");
+  if (s.cfg.wait_s <= 0) {  // launches go on, unsampled until the start (the report says how many)
+    {
+      std::lock_guard<std::mutex> lk(s.ctl_mu);
+      if (s.first_waited) return;
+      s.first_waited = true;
+    }
+    emit(s, std::move(tr::JsonLine("wait").unum("waited_ns", 0).unum("host_ns", tr::now_ns())
+                          .unum("since_trigger_ns", tr::now_ns() - s.trigger_ns).str("trigger", s.trigger)
+                          .boolean("sampling", s.sampling.load()).boolean("timed_out", false).boolean("no_wait", true)),
+         true);
+    return;
+  }
   const std::uint64_t t0 = tr::now_ns();
   bool settled;
   {
@@ -1803,6 +1871,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   c.hw_buffer = std::size_t(env_number("ARCHBENCH_PM_HW_BUFFER_MB", 0, 0, 65536)) << 20;
   c.max_samples = std::uint32_t(env_number("ARCHBENCH_PM_MAX_SAMPLES", 0, 0, 1 << 20));
   c.wait_s = env_number("ARCHBENCH_PM_WAIT_S", 10, 0, 3600);
+  guard_exit_on_main_thread();
   if (c.max_samples && c.max_samples < 16) c.max_samples = 16;
   if (const char* e = std::getenv("ARCHBENCH_PM_APPEND")) c.keep_latest = std::string(e) == "latest";
   if (const char* e = std::getenv("ARCHBENCH_PM_KERNELS")) c.kernels = std::string(e) != "0";
