@@ -212,6 +212,8 @@ struct State {
   std::map<CUcontext, Context> contexts;
   std::map<uint64_t, Cubin> cubins;                                       // by CUPTI's 64-bit CRC
   std::map<std::tuple<uint64_t, std::string, uint64_t>, Source> sources;  // (crc, function, pc)
+  // per function, PCs looked up without a line before any had one (-1: one had); 4 = no line table
+  std::map<std::pair<uint64_t, std::string>, int> lineless;
   // Launch shapes: launches and the warps each scheduler can hold (occupancy, grid-limited).
   struct Shape {
     std::string name;
@@ -359,7 +361,10 @@ const Source& source_of(State& s, uint64_t crc, const char* function, uint64_t p
   if (it != s.sources.end()) return it->second;
   Source src;
   auto c = s.cubins.find(crc);
-  if (c != s.cubins.end() && function) {
+  // A function whose first 4 PCs have no line is not asked again for its others (a program built
+  // without -lineinfo: 4 calls per function, not one per PC).
+  int& misses = s.lineless[std::make_pair(crc, std::get<1>(key))];
+  if (c != s.cubins.end() && function && misses < 4) {
     CUpti_GetSassToSourceCorrelationParams p{};
     p.size = CUpti_GetSassToSourceCorrelationParamsSize;
     p.cubin = c->second.bytes.data();
@@ -371,6 +376,8 @@ const Source& source_of(State& s, uint64_t crc, const char* function, uint64_t p
       if (p.fileName) src.file = p.fileName, std::free(p.fileName);
       if (p.dirName) src.dir = p.dirName, std::free(p.dirName);
     }
+    if (src.file.empty() && !src.line) misses += misses >= 0;
+    else misses = -1;
   }
   return s.sources.emplace(key, src).first->second;
 }
