@@ -1,6 +1,7 @@
 """Every results file committed under results/: no benchmark whose output check failed, and the
 device, driver and date in its context (issue 21's results hygiene)."""
 import glob
+import gzip
 import json
 import os
 import unittest
@@ -10,9 +11,10 @@ ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "results")
 
 def archbench_records():
     """(path, document) of every committed archbench results JSON (Google Benchmark layout)."""
-    for path in sorted(glob.glob(os.path.join(ROOT, "**", "*.json"), recursive=True)):
+    paths = glob.glob(os.path.join(ROOT, "**", "*.json"), recursive=True)
+    for path in sorted(paths + glob.glob(os.path.join(ROOT, "**", "*.json.gz"), recursive=True)):
         try:
-            with open(path) as f:
+            with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
                 doc = json.load(f)
         except (ValueError, UnicodeDecodeError):
             continue  # not JSON: another tool's file (the test of each tool reads its own)

@@ -10,6 +10,7 @@ splits a name into axes. flat_records() gives one flat record per entry (axes.op
 cost.flops, ...), the shape pandas.json_normalize(data["benchmarks"]) makes.
 """
 
+import gzip
 import json
 import math
 import os
@@ -103,12 +104,15 @@ def entry_metrics(entry):
 # ---------------------------------------------------------------- reading
 
 def read_json(path):
-    """Parse one JSON file or raise InputError saying why it cannot be read."""
+    """Parse one JSON file, plain or gzip-compressed (told by its first bytes: a full sweep's
+    record is committed as .json.gz), or raise InputError saying why it cannot be read."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, "rb") as f:
+            gz = f.read(2) == b"\x1f\x8b"
+        with (gzip.open(path, "rt", encoding="utf-8") if gz else open(path, encoding="utf-8")) as f:
             return json.load(f)
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    except (OSError, EOFError) as e:
+        raise InputError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a text (UTF-8) file") from None
     except json.JSONDecodeError as e:
