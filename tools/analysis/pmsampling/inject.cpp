@@ -37,9 +37,9 @@
 // long), so that no kernel goes unsampled. With ARCHBENCH_PM_WAIT_S=0 the launches go on (the
 // start came 0.12-0.2 s after the context on an H100, most of a short program's overhead), and
 // the kernels that ran before it have no samples: the report counts them (BabelStream, mixbench
-// and the CG solver ran all their kernels in that time). With a cached config image the host object (to evaluate samples) is built on a
-// second thread meanwhile; samples decoded before it is there are set aside and evaluated when it
-// is. `launch`: the device part at the first launch (a process that creates a context but
+// and the CG solver ran all their kernels in that time). With a cached config image the host
+// object (to evaluate samples) is built on a second thread meanwhile; samples decoded before it
+// is there are set aside and evaluated when it is. `launch`: the device part at the first launch (a process that creates a context but
 // launches nothing leaves the device to others); `sync`: everything at the first launch, on the
 // launching thread.
 // The thread then decodes the hardware buffer every ARCHBENCH_PM_DECODE_MS and writes one line a
@@ -1720,8 +1720,8 @@ void at_exit() {
 
 // CUPTI loads libnvperf_host and builds its static objects lazily, after the library registered
 // at_exit; at exit their destructors ran first, under the setup and decode threads still inside
-// CUPTI (SIGSEGV in libnvperf_host on the H100, in every program that exits without destroying its
-// context, once the launches no longer waited for the start). Registered again once they exist
+// CUPTI (SIGSEGV in libnvperf_host on the H100, in 5 of 8 runs of programs that exit without
+// destroying their context). Registered again once they exist
 // (the first host object, the start, the first decode evaluated), at_exit runs before them.
 void rearm_exit(Rearm point) {
   static std::atomic<bool> done[3];
