@@ -290,7 +290,8 @@ class ToolTest(unittest.TestCase):
         self.assertFalse(os.path.exists(self.p("e2.svg")))
 
     def test_real_h100_without_cache_family(self):
-        files = [os.path.join(H100, "cuda-quick.json"), os.path.join(H100, "cuda-quick-memory-bus.json")]
+        files = [os.path.join(H100, f) for f in ("cuda-quick.json", "cuda-quick-memory-bus.json",
+                                                 "cuda-quick-builtins-image-local.json")]
         if not all(os.path.exists(f) for f in files):
             self.skipTest("recorded H100 results not present")
         code, out, err = run(*files, "--svg", self.p("r.svg"), "--json", self.p("r.json"))
