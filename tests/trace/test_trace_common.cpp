@@ -18,6 +18,7 @@
 #include <sys/ipc.h>
 #include <sys/select.h>
 #include <sys/sem.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace tr = archbench::trace;
@@ -278,4 +279,65 @@ TEST(TraceCommon, SamplerNeverInterruptsBlockingCalls) {
          s.method().c_str());
   EXPECT_GT(running, 10u) << "the busy thread was not sampled: " << s.method();
   EXPECT_GT(waiting, 10u) << "the sleeping thread was not sampled";
+}
+
+// exit_first: what a CUPTI injection needs at exit. Each case runs in a child process and writes
+// "A" for the library's exit function and "B" for an atexit handler registered after it (the
+// static objects CUPTI builds lazily); the parent reads what the child wrote.
+namespace {
+int g_exit_fd = -1;
+void exit_a() { (void)!write(g_exit_fd, "A", 1); }
+void exit_b() { (void)!write(g_exit_fd, "B", 1); }
+
+std::string run_child(void (*body)()) {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    g_exit_fd = fds[1];
+    body();
+    _exit(3);  // body must exit
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[16];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, size_t(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return out + (WIFEXITED(status) ? " exit " + std::to_string(WEXITSTATUS(status)) : " signal");
+}
+}  // namespace
+
+TEST(TraceCommon, ExitFirstRunsOnceBeforeHandlersRegisteredAfterIt) {
+  // Main thread: the thread_local guard runs it before every atexit handler.
+  EXPECT_EQ(run_child([] {
+              tr::exit_first(exit_a);
+              std::atexit(exit_b);
+              std::exit(0);
+            }),
+            "AB exit 0");
+  // Another thread calls exit: the main thread's guard does not run; registered again after the
+  // late handler, it still runs first, and once.
+  EXPECT_EQ(run_child([] {
+              tr::exit_first(exit_a);
+              std::atexit(exit_b);
+              std::thread([] {
+                tr::exit_first(exit_a);
+                std::exit(5);
+              }).join();
+              _exit(4);
+            }),
+            "AB exit 5");
+  // A forked child of a process that registered it does not run it; the parent does.
+  EXPECT_EQ(run_child([] {
+              tr::exit_first(exit_a);
+              const pid_t pid = fork();
+              if (pid == 0) std::exit(0);
+              int status = 0;
+              waitpid(pid, &status, 0);
+              std::exit(WIFEXITED(status) ? 0 : 6);
+            }),
+            "A exit 0");
 }

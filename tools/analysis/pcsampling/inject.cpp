@@ -683,6 +683,8 @@ CUpti_PCSamplingConfigurationInfo attr(CUpti_PCSamplingConfigurationAttributeTyp
   return a;
 }
 
+void finish();
+
 // PC sampling on a new context (s.cupti held, s.mu not): enable, stall reasons, configuration,
 // the configuration in force written as the config record.
 void enable_pc(State& s, CUcontext ctx, Context& c) {
@@ -695,6 +697,7 @@ void enable_pc(State& s, CUcontext ctx, Context& c) {
     r = cuptiPCSamplingEnable(&e);
   }
   if (r != CUPTI_SUCCESS) return note_error_locked(s, "cuptiPCSamplingEnable: " + cupti_error(r));
+  tr::exit_first(finish);  // again: CUPTI's sampling objects exist now
   size_t n = 0;
   CUpti_PCSamplingGetNumStallReasonsParams np{};
   np.size = CUpti_PCSamplingGetNumStallReasonsParamsSize, np.ctx = ctx, np.numStallReasons = &n;
@@ -1536,7 +1539,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
                               CUPTI_CBID_RESOURCE_MODULE_LOADED, CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING})
     cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_RESOURCE, id);
   // Synchronisation and launch callbacks at both sites (enter: the watchdog's view of a wait).
-  std::atexit(finish);
+  tr::exit_first(finish);  // before CUPTI's own objects go (see there)
   if (s.mode == "pc" && s.drain_mode == "thread") std::thread(drain_thread).detach();
   if (s.watchdog_s > 0) std::thread(watchdog_thread).detach();
   dbg("injection ready");

@@ -1705,10 +1705,9 @@ void finish(const char* why, int wait_s) {
   if (!trouble.empty()) std::fprintf(stderr, "%s: %s\n", kTag, trouble.c_str());
 }
 
+// Once, from tr::exit_first (which says why it runs before anything else).
 void at_exit() {
   State& s = state();
-  static std::atomic<bool> ran{false};
-  if (getpid() != s.pid || ran.exchange(true)) return;
   try {
     const std::uint64_t t0 = tr::now_ns();
     if (s.activity_on) cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);  // before finish: no lock of ours held
@@ -1718,28 +1717,11 @@ void at_exit() {
   }
 }
 
-// CUPTI loads libnvperf_host and builds its static objects lazily, after the library registered
-// at_exit; at exit their destructors ran first, under the setup and decode threads still inside
-// CUPTI (SIGSEGV in libnvperf_host on the H100, in 5 of 8 runs of programs that exit without
-// destroying their context). Registered again once they exist
-// (the first host object, the start, the first decode evaluated), at_exit runs before them.
+// Registered again once CUPTI's lazily built objects exist (the first host object, the start,
+// the first decode evaluated), so that at_exit runs before their destructors (tr::exit_first).
 void rearm_exit(Rearm point) {
   static std::atomic<bool> done[3];
-  if (!done[int(point)].exchange(true)) std::atexit(at_exit);
-}
-
-// Where the program exits from its main thread (main's return or exit()), that thread's
-// thread_local destructors run before any atexit handler (glibc's __run_exit_handlers): a guard
-// constructed there runs at_exit first of all, before any library's static objects go, whatever
-// CUPTI call the library's threads are in (the setup's first query raced a short program's exit).
-// Another thread that ends or calls exit leaves it to the atexit registrations above.
-struct ExitGuard {
-  ~ExitGuard() { at_exit(); }
-};
-void guard_exit_on_main_thread() {
-  if (syscall(SYS_gettid) != getpid()) return;
-  static thread_local ExitGuard guard;
-  (void)guard;
+  if (!done[int(point)].exchange(true)) tr::exit_first(at_exit);
 }
 
 // The device of `ctx` asked for (the first context, or the first launch's): the setup thread
@@ -1871,7 +1853,6 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   c.hw_buffer = std::size_t(env_number("ARCHBENCH_PM_HW_BUFFER_MB", 0, 0, 65536)) << 20;
   c.max_samples = std::uint32_t(env_number("ARCHBENCH_PM_MAX_SAMPLES", 0, 0, 1 << 20));
   c.wait_s = env_number("ARCHBENCH_PM_WAIT_S", 10, 0, 3600);
-  guard_exit_on_main_thread();
   if (c.max_samples && c.max_samples < 16) c.max_samples = 16;
   if (const char* e = std::getenv("ARCHBENCH_PM_APPEND")) c.keep_latest = std::string(e) == "latest";
   if (const char* e = std::getenv("ARCHBENCH_PM_KERNELS")) c.kernels = std::string(e) != "0";
@@ -1914,7 +1895,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   } else {
     s.activity = "none (ARCHBENCH_PM_KERNELS=0): launches only";
   }
-  std::atexit(at_exit);
+  tr::exit_first(at_exit);
   if (c.start != "sync" && !spawn(setup_entry, "setup")) {
     std::lock_guard<std::mutex> lk(s.ctl_mu);
     s.setup_returned = true;  // no thread to wait for

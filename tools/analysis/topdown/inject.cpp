@@ -183,6 +183,8 @@ void flush(State& s, CUcontext ctx, Context& c) {
 }
 
 // The context's profiler, made on its first profiled launch; null (said once) where it cannot be.
+void finish();
+
 ab::RangeProfiler* profiler_for(State& s, CUcontext ctx, Context& c) {
   if (c.profiler) return c.profiler.get();
   if (!c.broken.empty()) return nullptr;
@@ -190,6 +192,7 @@ ab::RangeProfiler* profiler_for(State& s, CUcontext ctx, Context& c) {
     CUdevice dev = 0;
     if (cuCtxGetDevice(&dev) != CUDA_SUCCESS) throw std::runtime_error("cuCtxGetDevice failed");
     auto p = std::make_unique<ab::RangeProfiler>(ctx, static_cast<int>(dev));
+    tr::exit_first(finish);  // again: the profiler's host objects exist now
     if (s.traffic) {
       s.plan = ab::traffic_plan(p->base_metrics());
       p->set_metrics(s.plan.metrics);
@@ -592,6 +595,6 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   if (watchdog_s > 0) std::thread(watchdog, watchdog_s).detach();
   for (CUpti_CallbackId id : kSyncs) cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
   cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
-  std::atexit(finish);
+  tr::exit_first(finish);  // before CUPTI's own objects go (see there)
   return 1;
 }

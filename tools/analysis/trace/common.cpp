@@ -35,6 +35,29 @@ uint64_t now_ns() {
 
 int this_tid() { return int(syscall(SYS_gettid)); }
 
+namespace {
+std::atomic<void (*)()> g_exit_fn{nullptr};
+std::atomic<int> g_exit_pid{0};
+std::atomic<bool> g_exit_ran{false};
+void run_exit_fn() {
+  if (getpid() != g_exit_pid.load() || g_exit_ran.exchange(true)) return;
+  if (void (*fn)() = g_exit_fn.load()) fn();
+}
+struct ExitGuard {
+  ~ExitGuard() { run_exit_fn(); }
+};
+}  // namespace
+
+void exit_first(void (*fn)()) {
+  if (g_exit_pid.exchange(getpid()) != getpid()) g_exit_ran = false;  // a forked child starts afresh
+  g_exit_fn = fn;
+  std::atexit(run_exit_fn);
+  if (this_tid() == getpid()) {
+    static thread_local ExitGuard guard;
+    (void)guard;
+  }
+}
+
 size_t readable_bytes(const void* p, size_t n) {
   const uintptr_t a = reinterpret_cast<uintptr_t>(p);
   FILE* f = fopen("/proc/self/maps", "re");

@@ -23,6 +23,15 @@ uint64_t now_ns();
 /// Kernel thread id of the calling thread (what `tid` means in every record).
 int this_tid();
 
+/// Runs `fn` once when this process exits, before the static objects of the libraries the vendor
+/// loads lazily (CUPTI builds libnvperf_host's after the first profiler call; at exit their
+/// destructors ran first while the library's threads were still inside CUPTI: SIGSEGV). Each call
+/// registers it again with atexit, so that it runs before everything loaded until then: call it at
+/// start and again once such objects exist. On the main thread a thread_local guard runs it before
+/// any atexit handler (glibc runs the exiting thread's thread_local destructors first). One `fn` a
+/// library (the last given); a forked child runs it only if it called exit_first itself.
+void exit_first(void (*fn)());
+
 /// 64-bit FNV-1a of `n` bytes (fast enough for copies; not cryptographic).
 uint64_t fnv1a(const void* data, size_t n, uint64_t h = 14695981039346656037ull);
 
