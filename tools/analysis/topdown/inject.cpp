@@ -182,9 +182,9 @@ void flush(State& s, CUcontext ctx, Context& c) {
   s.decode_ns += c.flushed_ns - t0;
 }
 
-// The context's profiler, made on its first profiled launch; null (said once) where it cannot be.
 void finish();
 
+// The context's profiler, made on its first profiled launch; null (said once) where it cannot be.
 ab::RangeProfiler* profiler_for(State& s, CUcontext ctx, Context& c) {
   if (c.profiler) return c.profiler.get();
   if (!c.broken.empty()) return nullptr;
