@@ -242,10 +242,9 @@ def analyse(recs):
     start = next((k for k in clocks if k.get("when") == "start"), None)
     first = ((int(start["mono_ns"]) - t_base) * 1e-9 if start and "mono_ns" in start
              else samples[0]["start_s"] if samples else float("inf"))
-    before = [i for i in invocations if i["end_s"] <= first]
-    context["before_sampling"] = {"launches": len(before), "gpu_time_s": sum(i["end_s"] - i["start_s"] for i in before),
-                                  "gpu_share": (sum(i["end_s"] - i["start_s"] for i in before) / gpu_total
-                                                if gpu_total else 0.0)}
+    before = [i["end_s"] - i["start_s"] for i in invocations if i["end_s"] <= first]
+    context["before_sampling"] = {"launches": len(before), "gpu_time_s": sum(before),
+                                  "gpu_share": sum(before) / gpu_total if gpu_total else 0.0}
     kernels = []
     for a in sorted(by_name.values(), key=lambda a: -a["gpu_time_s"]):
         row = dict(a)

@@ -1744,32 +1744,24 @@ void ask_for(State& s, CUcontext ctx, const char* trigger) {
 // recorded.
 void wait_for_start(State& s, CUcontext ctx) {
   ask_for(s, ctx, "first launch");
-  if (s.cfg.wait_s <= 0) {  // launches go on, unsampled until the start (the report says how many)
-    {
-      std::lock_guard<std::mutex> lk(s.ctl_mu);
-      if (s.first_waited) return;
-      s.first_waited = true;
-    }
-    emit(s, std::move(tr::JsonLine("wait").unum("waited_ns", 0).unum("host_ns", tr::now_ns())
-                          .unum("since_trigger_ns", tr::now_ns() - s.trigger_ns).str("trigger", s.trigger)
-                          .boolean("sampling", s.sampling.load()).boolean("timed_out", false).boolean("no_wait", true)),
-         true);
-    return;
-  }
+  const bool no_wait = s.cfg.wait_s <= 0;  // launches go on, unsampled until the start (the report says how many)
   const std::uint64_t t0 = tr::now_ns();
-  bool settled;
+  bool settled = true;
   {
     std::unique_lock<std::mutex> lk(s.ctl_mu);
-    settled = s.ctl_cv.wait_for(lk, std::chrono::milliseconds(std::int64_t(s.cfg.wait_s * 1000)),
-                                [&] { return s.settled.load() || !s.thread_running; });
+    if (!no_wait)
+      settled = s.ctl_cv.wait_for(lk, std::chrono::milliseconds(std::int64_t(s.cfg.wait_s * 1000)),
+                                  [&] { return s.settled.load() || !s.thread_running; });
     if (s.first_waited) return;
     s.first_waited = true;
   }
-  s.first_wait_ns = tr::now_ns() - t0;
-  emit(s, std::move(tr::JsonLine("wait").unum("waited_ns", s.first_wait_ns).unum("host_ns", tr::now_ns())
-                        .unum("since_trigger_ns", tr::now_ns() - s.trigger_ns).str("trigger", s.trigger)
-                        .boolean("sampling", s.sampling.load()).boolean("timed_out", !settled)),
-       true);
+  s.first_wait_ns = no_wait ? 0 : tr::now_ns() - t0;
+  tr::JsonLine wait("wait");
+  wait.unum("waited_ns", s.first_wait_ns).unum("host_ns", tr::now_ns())
+      .unum("since_trigger_ns", tr::now_ns() - s.trigger_ns).str("trigger", s.trigger)
+      .boolean("sampling", s.sampling.load()).boolean("timed_out", !settled);
+  if (no_wait) wait.boolean("no_wait", true);
+  emit(s, std::move(wait), true);
   if (!settled) {
     s.gave_up = true;
     const std::string why = "the first launch waited " + number(s.cfg.wait_s) +
