@@ -88,8 +88,8 @@ def synthetic(device="Synthetic GPU", backend="opencl", scale=1.0, families=None
         add("compute", "{family}/{backend}/{op}/{type}", {"op_per_s": 5e11 * w}, op="add",
             type=f"int{w if w > 1 else ''}", scalar="int", width=w)
     for g in (1, 2, 4, 8):
-        add("compute", "{family}/{backend}/{op}/{type}/groups:{groups}", {"flop_per_s": 1e11 * g}, op="mad",
-            type="float", scalar="float", width=1, groups=g)
+        add("compute", "{family}/{backend}/{op}/{type}/groups:{groups}", {"flop_per_s": 1e11 * g, "watt": 50.0 + g},
+            op="mad", type="float", scalar="float", width=1, groups=g)
     for ws in (1024, 4096, 65536, 1 << 20, 1 << 24):
         add("latency", "{family}/{backend}/{op}/bytes:{bytes}", {"ns_per_access": 5 + ws ** 0.3}, op="chase",
             bytes=ws)
@@ -190,7 +190,7 @@ class ReportTest(unittest.TestCase):
                      "host-transfers-by-size-and-memory-kind", "image-shapes", "builtins", "launch-latency",
                      "roofline-float", "topdown", "energy", "warp-shuffle", "work-item-and-work-group-search",
                      "host-thread-baseline", "pointer-chase-load-bandwidth",
-                     "instruction-against-thread-level-parallelism"):
+                     "instruction-against-thread-level-parallelism", "work-group-study-power"):
             self.assertIn(want, anchors)
         self.assertTrue(all(uri for _, uri in sections(html)), "every chart drawn")
         self.assertIn("device has no fp64", html)  # a failed benchmark is said under its chart

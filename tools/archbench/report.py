@@ -420,6 +420,11 @@ CHARTS = [
                                                f"{a.get('scalar', '')}", marks=unit_marks, xlabel="work-groups"),
           "Throughput over the number of work-groups; dashed lines at multiples of the compute units "
           "(seed 000 Figs. 7-8).", where={"groups": True}),
+    Chart("compute", "Work-group study: power", sweep("groups", "watt", series=("type",), panel=lambda a: f"{a.get('op')} "
+                                                      f"{a.get('scalar', '')}", logy=False, marks=unit_marks,
+                                                      xlabel="work-groups"),
+          "Power over the same work-group axis, where the run had --energy (seed 000 Figs. 7-8 plot the "
+          "iGPU's power beside its throughput).", where={"groups": True}, needs="watt", claims=False),
     Chart("compute", "Work-item and work-group search", sweep("items", series=("group",), panel="type",
                                                               xlabel="work-items"),
           "FLOPS over work-items x work-group size as seed 002 §2.1 searched; the best point is the peak "
