@@ -403,6 +403,13 @@ def shape_order(axes):
 
 SCALAR_OPS = ("add", "sub", "mul", "mad", "div")
 STREAM_OPS = ("copy", "mul", "add", "triad", "dot")
+
+
+def op_and_scalar(axes):
+    """The work-group study's panel: operation and scalar type (mad float)."""
+    return f"{axes.get('op')} {axes.get('scalar', '')}"
+
+
 CHARTS = [
     Chart("latency", "Latency staircase", sweep("bytes", "ns_per_access", xbytes=True, logy=False, marks=cache_marks,
                                                 xlabel="working set"),
@@ -416,13 +423,12 @@ CHARTS = [
                                                          xlabel="vector width"),
           "Peak arithmetic per operation, scalar type and vector width (seed 000 Table I, seed 002 §2.1).",
           where={"groups": False, "items": False, "op": SCALAR_OPS, "width": True}),
-    Chart("compute", "Work-group study", sweep("groups", series=("type",), panel=lambda a: f"{a.get('op')} "
-                                               f"{a.get('scalar', '')}", marks=unit_marks, xlabel="work-groups"),
+    Chart("compute", "Work-group study", sweep("groups", series=("type",), panel=op_and_scalar, marks=unit_marks,
+                                               xlabel="work-groups"),
           "Throughput over the number of work-groups; dashed lines at multiples of the compute units "
           "(seed 000 Figs. 7-8).", where={"groups": True}),
-    Chart("compute", "Work-group study: power", sweep("groups", "watt", series=("type",), panel=lambda a: f"{a.get('op')} "
-                                                      f"{a.get('scalar', '')}", logy=False, marks=unit_marks,
-                                                      xlabel="work-groups"),
+    Chart("compute", "Work-group study: power", sweep("groups", "watt", series=("type",), panel=op_and_scalar,
+                                                      logy=False, marks=unit_marks, xlabel="work-groups"),
           "Power over the same work-group axis, where the run had --energy (seed 000 Figs. 7-8 plot the "
           "iGPU's power beside its throughput).", where={"groups": True}, needs="watt", claims=False),
     Chart("compute", "Work-item and work-group search", sweep("items", series=("group",), panel="type",
