@@ -96,6 +96,30 @@ class TopDownTool(unittest.TestCase):
         self.assertEqual(j["context"]["over_budget"], 1)
         self.assertAlmostEqual(j["total"]["retire"], 0.5)
 
+    def test_unprofiled_shape_stands_with_the_nearest_profiled_one(self):
+        # A size sweep: kernel s profiled at grids 1 and 1024; its grid-4096 launches (9000 ns)
+        # ran natively (over the budget). They count with the grid-1024 launch, the nearest in
+        # threads; the prepared set-up is shown.
+        proc = {"type": "process", "pid": 1, "command": "x", "start_ns": 0, "date": "d"}
+        small, big = kernel(0, "s", 0, 100, 0.2, 0.0, 0.1, 0.7), kernel(1, "s", 1, 900, 0.8, 0.0, 0.1, 0.1)
+        big["grid"] = [1024, 1, 1]
+        shape = {"type": "shape", "name": "s", "mangled": "s", "block": [32, 1, 1], "unreplayable": 0}
+        recs = [proc, small, big,
+                dict(shape, grid=[1, 1, 1], launches=1, profiled=1, unprofiled_records=0, unprofiled_ns=0),
+                dict(shape, grid=[1024, 1, 1], launches=1, profiled=1, unprofiled_records=0, unprofiled_ns=0),
+                dict(shape, grid=[4096, 1, 1], launches=3, profiled=0, over_budget=3, unprofiled_records=3,
+                     unprofiled_ns=9000),
+                {"type": "end", "profiled": 2, "unprofiled": 3, "unreplayable": 0, "passes": 7, "sample": 2,
+                 "budget": 1, "over_budget": 3, "setup_s": 0.05, "replay_s": 0.03, "decode_s": 0.001,
+                 "prepare_s": 0.48, "prepare_wait_s": 0.02, "unprofiled_time": "CUPTI kernel activity records"}]
+        p, j = self.run_tool(recs)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        (s,) = j["kernels"]
+        self.assertAlmostEqual(s["gpu_time_s"], 10000e-9)
+        self.assertAlmostEqual(s["retire"], (0.2 * 100 + 0.8 * 9900) / 10000)
+        self.assertIn("made ahead on the library's thread beside the program: 0.48 s, of which the first profiled "
+                      "launch waited 0.02 s", p.stdout)
+
     def test_malformed_file_is_an_error_with_its_line(self):
         p, _ = self.run_tool([{"type": "process", "pid": 1}, {"type": "kernel", "name": "a"}])
         self.assertEqual(p.returncode, 2)

@@ -9,10 +9,12 @@ launch by launch.
 The program runs twice: natively (wall time), then with libarchbench_topdown.so injected by
 CUDA_INJECTION64_PATH (CUPTI's range profiler, each profiled launch one range replayed by CUPTI as
 many passes as the counters need). By default the first 2 launches of each kernel and launch shape
-(grid, block) are profiled (--sample; --sample 0 profiles every launch), at most 8 a kernel
-(--max-launches), and the others run
-natively: their GPU time, from CUPTI's kernel activity records, weights the profiled ones, so a
-kernel's fractions are its profiled launches' and the totals weight kernels by all their GPU time.
+(grid, block) are profiled (--sample; --sample 0 profiles every launch) while the replays stay
+within the overhead budget (--budget), with no cap a kernel unless --max-launches gives one, and
+the others run natively: their GPU time, from CUPTI's kernel activity records, weights the
+profiled ones (a shape with no profiled launch counts with its kernel's nearest profiled shape),
+so a kernel's fractions are its profiled launches' and the totals weight kernels by all their GPU
+time. CUPTI's host set-up is made on a thread of the library while the program starts (--prepare).
 A launch that cannot be replayed (an argument in host memory: the kernel may wait for a flag the
 host sets later, and a replay cannot restore host memory) runs natively and is listed as such.
 The overhead is the ratio of the two wall times. The TopDown
@@ -27,6 +29,7 @@ issue_not_selected. Exit status: the program's own (2 for a bad option or a malf
 import argparse
 import csv
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -141,7 +144,11 @@ def launch_weights(recs, key="topdown"):
     topdown, or traffic from archbench_roofline.py --program). Without shape records (every
     launch profiled, or an older file) its own duration; with them, its shape's whole GPU time
     (profiled durations plus the unprofiled launches' activity time, or where those records are
-    missing the shape's profiled mean for each) shared among the shape's profiled launches.
+    missing the shape's profiled mean for each) shared among the shape's profiled launches. A
+    shape of a profiled kernel with no profiled launch (over the budget or --max-launches: the
+    sizes or block sizes of a sweep, say) stands with the kernel's profiled shape nearest to it
+    (grid and block sizes, on a log scale), whose launches behave most like it, rather than with
+    none.
     Returns (weights by seq, per-kernel totals {name: (launches, gpu_ns)})."""
     launches = [k for k in recs["kernel"] if k.get(key)]
     if not recs.get("shape"):
@@ -153,7 +160,7 @@ def launch_weights(recs, key="topdown"):
     by_shape = {}
     for k in launches:
         by_shape.setdefault(shape_key(k), []).append(k)
-    weights, totals = {}, {}
+    weights, totals, shape_ns = {}, {}, {}
     for sh in recs["shape"]:
         ks = by_shape.get(shape_key(sh), [])
         profiled_ns = sum(float(k["duration_ns"]) for k in ks)
@@ -162,12 +169,32 @@ def launch_weights(recs, key="topdown"):
             rest = float(sh["unprofiled_ns"])
         else:  # no activity records: the profiled mean for each launch not profiled
             rest = others * (profiled_ns / len(ks)) if ks else float(sh.get("unprofiled_ns", 0.0))
-        shape_ns = profiled_ns + rest
-        for k in ks:
-            weights[k["seq"]] = shape_ns / len(ks)
+        shape_ns[shape_key(sh)] = (sh, profiled_ns + rest)
         n, t = totals.get(sh["name"], (0, 0.0))
-        totals[sh["name"]] = (n + int(sh["launches"]), t + shape_ns)
+        totals[sh["name"]] = (n + int(sh["launches"]), t + profiled_ns + rest)
+    stands_for = {key: ns for key, (_, ns) in shape_ns.items() if key in by_shape}
+    for key, (sh, ns) in shape_ns.items():
+        if key in by_shape:
+            continue
+        near = [k for k in stands_for if k[0] == key[0]]
+        if near:
+            stands_for[min(near, key=lambda k: distance(k, key))] += ns
+    for key, ns in stands_for.items():
+        ks = by_shape[key]
+        for k in ks:
+            weights[k["seq"]] = ns / len(ks)
     return weights, totals
+
+
+def distance(a, b):
+    """How far apart two launch shapes (shape_key) are: the log ratios of their grid sizes and of
+    their block sizes, added."""
+    def size(dims):
+        n = 1
+        for v in dims:
+            n *= max(int(v), 1)
+        return n
+    return abs(math.log(size(a[1]) / size(b[1]))) + abs(math.log(size(a[2]) / size(b[2])))
 
 
 def weighted(launches, cols, weights):
@@ -219,7 +246,8 @@ def end_summary(recs, a):
                 "launches_unreplayable": e.get("unreplayable", 0),
                 "unprofiled_time": e.get("unprofiled_time", ""), "sample": e.get("sample", a.sample),
                 "budget": e.get("budget", 0), "over_budget": e.get("over_budget", 0),
-                "cost_s": {k: e[k + "_s"] for k in ("setup", "replay", "decode") if k + "_s" in e}}
+                "cost_s": {k: e[k + "_s"] for k in ("setup", "replay", "decode") if k + "_s" in e},
+                "prepare_s": e.get("prepare_s", -1), "prepare_wait_s": e.get("prepare_wait_s", 0)}
     return {}
 
 
@@ -237,6 +265,10 @@ def coverage(kernels, context):
     cost = context.get("cost_s")
     if cost:
         lines.append("profiling's time: " + ", ".join(f"{k} {v:.2f} s" for k, v in cost.items()))
+    if context.get("prepare_s", -1) >= 0:
+        lines.append(f"CUPTI's host set-up made ahead on the library's thread beside the program: "
+                     f"{context['prepare_s']:.2f} s, of which the first profiled launch waited "
+                     f"{context.get('prepare_wait_s', 0):.2f} s (in set-up above)")
     return "\n".join(lines)
 
 
@@ -272,14 +304,19 @@ def injection_options(ap):
     ap.add_argument("--sample", type=int, default=2, metavar="N",
                     help="profile the first N launches of each kernel and launch shape; the others run "
                          "natively and count by their GPU time (default 2; 0: every launch)")
-    ap.add_argument("--max-launches", type=int, default=8,
+    ap.add_argument("--max-launches", type=int, default=0,
                     help="profile at most N launches of each kernel over all its shapes; later ones run natively "
-                         "and count by their GPU time (default 8; 0: no limit)")
+                         "and count by their GPU time, with their nearest profiled shape (default 0: no limit; "
+                         "the --budget bounds the cost)")
     ap.add_argument("--budget", type=float, default=1.0, metavar="X",
                     help="replays may take at most X seconds for each second the program has run so far; a "
                          "launch over it runs natively and counts by its GPU time, and a later launch of its "
                          "shape is profiled when the budget allows (default 1: about 2x the native time plus "
                          "CUPTI's set-up; 0: no limit, every launch the sampling picks is profiled)")
+    ap.add_argument("--prepare", choices=("ahead", "launch"), default="ahead",
+                    help="when CUPTI's host side (the chip's host object and the counter set's configuration, "
+                         "about 0.5 s) is made: ahead (default), on a thread of the library from its load, while "
+                         "the program makes its context and data; launch: at the first profiled launch")
     ap.add_argument("--raw", help="keep the injection's raw records here (default: a temporary file)")
     ap.add_argument("--no-native", action="store_true", help="skip the native run (no overhead figure)")
     ap.add_argument("--lib", help="path of libarchbench_topdown.so")
@@ -324,7 +361,8 @@ def profile(a, cmd, context, tool, metric_set=""):
     env.update({"CUDA_INJECTION64_PATH": lib, "ARCHBENCH_TOPDOWN_OUT": raw,
                 "ARCHBENCH_TOPDOWN_KERNEL": a.kernel or "", "ARCHBENCH_TOPDOWN_MAX": str(a.max_launches),
                 "ARCHBENCH_TOPDOWN_SAMPLE": str(a.sample), "ARCHBENCH_TOPDOWN_METRICS": metric_set,
-                "ARCHBENCH_TOPDOWN_BUDGET": str(a.budget)})
+                "ARCHBENCH_TOPDOWN_BUDGET": str(a.budget),
+                "ARCHBENCH_TOPDOWN_PREPARE": "1" if getattr(a, "prepare", "ahead") == "ahead" else "0"})
     rc, profiled_s = timed(cmd, env)
     context["profiled_s"] = profiled_s
     if "native_s" in context and context["native_s"] > 0:
@@ -363,8 +401,8 @@ def run(argv):
           f"weighted by GPU time" + (f"; chip {context['chip']}, {context['passes']} passes" if "chip" in context else ""))
     print(table(kernels + [total], cols))
     if "launches_profiled" in context:
-        how = (f"the first {context['sample']} of each kernel and shape, at most {context['max_launches']} a kernel"
-               if context["sample"] else "every launch")
+        cap = f", at most {context['max_launches']} a kernel" if context.get("max_launches") else ""
+        how = f"the first {context['sample']} of each kernel and shape{cap}" if context["sample"] else "every launch"
         print(f"{context['launches_profiled']} launches profiled ({how}), {context['launches_unprofiled']} run "
               f"natively; their time from {context.get('unprofiled_time') or 'their profiled mean'}")
     for u in context["unreplayable"]:

@@ -22,6 +22,13 @@
 //                             and the next profiled launch pays for a new one (about 14 ms on an H100)
 //   ARCHBENCH_TOPDOWN_WATCHDOG_S  seconds a profiled launch may replay before the library says
 //                             on stderr that it may never end (default 20)
+//   ARCHBENCH_TOPDOWN_PREPARE  1 (default): a thread of the library makes CUPTI's host side (the
+//                             chip's host object, the counter set's config image: about 0.5 s on an
+//                             H100, 1 s with cold caches) as soon as the library is loaded, while
+//                             the program makes its context and its data; the first profiled launch
+//                             waits only for what is left of it. 0: all of it at the first profiled
+//                             launch. The end line says how long the preparation took and how long
+//                             the first launch waited (prepare_s, prepare_wait_s).
 //   ARCHBENCH_TOPDOWN_METRICS "traffic": collect the traffic set instead (fixtures/meters/traffic.hpp:
 //                             bytes per level, flops by precision) and write it as each launch's
 //                             "traffic" object (archbench_roofline.py --program); default TopDown's.
@@ -42,6 +49,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -80,6 +88,8 @@ struct Context {
   std::string broken;             // why this context cannot be profiled ("" when it can)
   std::vector<Launch> pending;    // profiled since the last flush, in launch order
   std::uint64_t flushed_ns = 0;   // when the last flush was
+  bool prepared = false;          // the profiler is the one made ahead (see Prepared)
+  bool prepared_failed = false;   // ... and could not start: this context makes its own
 };
 
 struct State {
@@ -184,42 +194,113 @@ void flush(State& s, CUcontext ctx, Context& c) {
 
 void finish();
 
-// The context's profiler, made on its first profiled launch; null (said once) where it cannot be.
+// Chooses the counter set of the run (TopDown's, traffic, warp or raw) for profiler `p` and
+// schedules it. Writes the set's state (plan, warp_metrics, passes): on the preparing thread
+// before any launch reads them, or on the launching thread.
+void choose_metrics(State& s, ab::RangeProfiler& p) {
+  if (s.traffic) {
+    s.plan = ab::traffic_plan(p.base_metrics());
+    p.set_metrics(s.plan.metrics);
+  } else if (!s.raw_metrics.empty()) {
+    s.warp_metrics = s.raw_metrics;
+    p.set_metrics(s.warp_metrics);
+  } else if (s.warp) {
+    const std::vector<std::string> base = p.base_metrics();
+    const std::set<std::string> have(base.begin(), base.end());
+    s.warp_metrics.clear();
+    for (const char* m : {"smsp__inst_executed.sum", "smsp__thread_inst_executed.sum",
+                          "smsp__thread_inst_executed_pred_on.sum", "gpu__time_duration.sum"}) {
+      const std::string full(m);
+      if (have.count(full.substr(0, full.find('.')))) s.warp_metrics.push_back(full);
+    }
+    if (!have.count("smsp__inst_executed") || !have.count("smsp__thread_inst_executed"))
+      throw std::runtime_error("warp set: this GPU has no smsp__inst_executed / smsp__thread_inst_executed counters");
+    p.set_metrics(s.warp_metrics);
+  } else {
+    p.set_metrics(ab::topdown_metrics(p.base_metrics()));
+  }
+  s.passes = p.passes();
+}
+
+// The host side made ahead (ARCHBENCH_TOPDOWN_PREPARE): a profiler without a context for device
+// 0, its counter set chosen, made on a thread of the library from the library's load on. The
+// first context of device 0 takes it; any other context makes its own.
+struct Prepared {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::atomic<pid_t> pid{0};  // the process that started it (a forked child has no such thread, and
+                              // never takes the lock, which the fork may have copied held)
+  bool running = false;       // started and not yet returned
+  std::unique_ptr<ab::RangeProfiler> profiler;
+  std::string error;          // why it could not be made
+  std::uint64_t start_ns = 0, end_ns = 0, wait_ns = 0;
+};
+Prepared& prepared() {
+  static Prepared* p = new Prepared;  // never destroyed: its thread may outlive exit's start
+  return *p;
+}
+
+void prepare(State& s) {
+  Prepared& pr = prepared();
+  std::unique_ptr<ab::RangeProfiler> p;
+  std::string error;
+  try {
+    p = std::make_unique<ab::RangeProfiler>(nullptr, 0);
+    tr::exit_first(finish);  // again: CUPTI's host objects exist now
+    choose_metrics(s, *p);
+  } catch (const std::exception& e) {
+    p.reset(), error = e.what();
+  }
+  std::lock_guard<std::mutex> lk(pr.mu);
+  pr.profiler = std::move(p), pr.error = error, pr.end_ns = tr::now_ns(), pr.running = false;
+  pr.cv.notify_all();
+}
+
+// Waits for the preparation (at most `limit`; none in a forked child): true where it has returned.
+bool prepared_wait(std::chrono::milliseconds limit) {
+  Prepared& pr = prepared();
+  if (pr.pid.load() != getpid()) return false;
+  std::unique_lock<std::mutex> lk(pr.mu);
+  return pr.cv.wait_for(lk, limit, [&] { return !pr.running; });
+}
+
+// The prepared profiler for a context of device `dev`: once, and only where it was made for it.
+std::unique_ptr<ab::RangeProfiler> take_prepared(CUdevice dev) {
+  Prepared& pr = prepared();
+  const std::uint64_t t0 = tr::now_ns();
+  if (dev != 0 || !prepared_wait(std::chrono::minutes(2))) return nullptr;
+  std::lock_guard<std::mutex> lk(pr.mu);
+  pr.wait_ns = tr::now_ns() - t0;
+  if (!pr.error.empty())
+    std::fprintf(stderr, "archbench-topdown: the profiler made ahead failed (%s); making it for the context\n",
+                 pr.error.c_str());
+  pr.error.clear();
+  return std::move(pr.profiler);
+}
+
+// The context's profiler, made on its first profiled launch (or taken from the preparation); null
+// (said once) where it cannot be.
 ab::RangeProfiler* profiler_for(State& s, CUcontext ctx, Context& c) {
   if (c.profiler) return c.profiler.get();
   if (!c.broken.empty()) return nullptr;
   try {
     CUdevice dev = 0;
     if (cuCtxGetDevice(&dev) != CUDA_SUCCESS) throw std::runtime_error("cuCtxGetDevice failed");
-    auto p = std::make_unique<ab::RangeProfiler>(ctx, static_cast<int>(dev));
-    tr::exit_first(finish);  // again: the profiler's host objects exist now
-    if (s.traffic) {
-      s.plan = ab::traffic_plan(p->base_metrics());
-      p->set_metrics(s.plan.metrics);
-    } else if (!s.raw_metrics.empty()) {
-      s.warp_metrics = s.raw_metrics;
-      p->set_metrics(s.warp_metrics);
-    } else if (s.warp) {
-      const std::vector<std::string> base = p->base_metrics();
-      const std::set<std::string> have(base.begin(), base.end());
-      s.warp_metrics.clear();
-      for (const char* m : {"smsp__inst_executed.sum", "smsp__thread_inst_executed.sum",
-                            "smsp__thread_inst_executed_pred_on.sum", "gpu__time_duration.sum"}) {
-        const std::string full(m);
-        if (have.count(full.substr(0, full.find('.')))) s.warp_metrics.push_back(full);
-      }
-      if (!have.count("smsp__inst_executed") || !have.count("smsp__thread_inst_executed"))
-        throw std::runtime_error("warp set: this GPU has no smsp__inst_executed / smsp__thread_inst_executed counters");
-      p->set_metrics(s.warp_metrics);
+    std::unique_ptr<ab::RangeProfiler> p = c.prepared_failed ? nullptr : take_prepared(dev);
+    c.prepared = p != nullptr;
+    if (p) {
+      p->attach(ctx);
     } else {
-      p->set_metrics(ab::topdown_metrics(p->base_metrics()));
+      p = std::make_unique<ab::RangeProfiler>(ctx, static_cast<int>(dev));
+      tr::exit_first(finish);  // again: the profiler's host objects exist now
+      choose_metrics(s, *p);
     }
-    s.passes = p->passes();
     char name[256] = "", bus[32] = "";
     cuDeviceGetName(name, sizeof name, dev);
     cuDeviceGetPCIBusId(bus, sizeof bus, dev);
     tr::JsonLine("profiler").str("chip", p->chip()).unum("passes", p->passes()).unum("metrics", p->metrics().size())
         .unum("device", static_cast<std::uint64_t>(dev)).str("device_name", name).str("pci_bus_id", bus)
+        .boolean("prepared", c.prepared)
         .str("metric_set", s.traffic ? "traffic" : !s.raw_metrics.empty() ? "raw" : s.warp ? "warp" : "topdown").str("traffic_counters", s.traffic ? s.plan.describe() : "")
         .str("traffic_missing", s.traffic ? join(s.plan.missing) : "")
         .str("warp_counters", s.warp ? join(s.warp_metrics) : "")
@@ -424,9 +505,21 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
   try {
     if (!p->started()) p->start(kRangesPerFlush), ++s.sessions;
   } catch (const std::exception& e) {
-    c.broken = e.what();
-    std::fprintf(stderr, "archbench-topdown: cannot start profiling: %s\n", e.what());
-    return;
+    if (c.prepared && !c.prepared_failed) {  // made without the context's counter availability
+      std::fprintf(stderr, "archbench-topdown: the profiler made ahead cannot start (%s); making it for the "
+                   "context\n", e.what());
+      c.prepared_failed = true;
+      (void)c.profiler.release();  // left, not torn down (see finish)
+      p = profiler_for(s, cb->context, c);
+    }
+    try {
+      if (!p) return;
+      if (!p->started()) p->start(kRangesPerFlush), ++s.sessions;
+    } catch (const std::exception& e2) {
+      c.broken = e2.what();
+      std::fprintf(stderr, "archbench-topdown: cannot start profiling: %s\n", e2.what());
+      return;
+    }
   }
   s.setup_ns += tr::now_ns() - t0;
   ++sh.profiled;
@@ -487,6 +580,9 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
 // then the totals line.
 void finish() {
   State& s = state();
+  // A preparation still inside CUPTI must return before the process goes on with its exit (whose
+  // destructors would pull CUPTI's objects from under it), at most 10 s.
+  prepared_wait(std::chrono::seconds(10));
   if (s.activity) cuptiActivityFlushAll(1);  // before the state's lock: CUPTI calls back on its thread
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.done) return;
@@ -495,6 +591,12 @@ void finish() {
   // frees them.
   for (auto& [ctx, c] : s.contexts) flush(s, ctx, c);
   s.done = true;
+  double prepare_s = -1, prepare_wait_s = 0;  // -1: not prepared ahead (or not returned)
+  {
+    Prepared& pr = prepared();
+    std::unique_lock<std::mutex> lk(pr.mu, std::defer_lock);
+    if (pr.pid.load() == getpid() && lk.try_lock() && pr.end_ns) prepare_s = (pr.end_ns - pr.start_ns) * 1e-9, prepare_wait_s = pr.wait_ns * 1e-9;
+  }
   std::map<std::string, Activity::Time> times;
   {
     std::lock_guard<std::mutex> a(activity().mu);
@@ -522,6 +624,7 @@ void finish() {
       .unum("captured", s.captured).unum("passes", s.passes).unum("sample", s.sample).str("unprofiled_time", s.activity_detail)
       .raw("budget", number(s.budget)).unum("over_budget", s.over_budget).unum("sessions", s.sessions).raw("setup_s", number(s.setup_ns * 1e-9))
       .raw("replay_s", number(s.replay_ns * 1e-9)).raw("decode_s", number(s.decode_ns * 1e-9))
+      .raw("prepare_s", number(prepare_s)).raw("prepare_wait_s", number(prepare_wait_s))
       .unum("end_ns", tr::now_ns()).write(s.out);
   std::fflush(s.out);
   std::fprintf(stderr, "archbench-topdown: %llu launches profiled, %llu not (%zu passes: set-up %.2f s, "
@@ -592,7 +695,14 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   } else {
     s.activity_detail = "every launch profiled";
   }
-  if (watchdog_s > 0) std::thread(watchdog, watchdog_s).detach();
+  if (watchdog_s > 0) tr::spawn_quiet([watchdog_s] { watchdog(watchdog_s); });
+  const char* prep = std::getenv("ARCHBENCH_TOPDOWN_PREPARE");
+  if (!prep || std::strcmp(prep, "0") != 0) {
+    Prepared& pr = prepared();
+    std::lock_guard<std::mutex> lk(pr.mu);
+    pr.pid = getpid(), pr.start_ns = tr::now_ns(), pr.running = true;
+    if (!tr::spawn_quiet([&s] { prepare(s); })) pr.running = false;
+  }
   for (CUpti_CallbackId id : kSyncs) cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
   cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
   tr::exit_first(finish);  // before CUPTI's own objects go (see there)

@@ -20,6 +20,7 @@
 #include <map>
 #include <new>
 #include <algorithm>
+#include <thread>
 
 #ifndef sigev_notify_thread_id
 #define sigev_notify_thread_id _sigev_un._tid
@@ -56,6 +57,20 @@ void exit_first(void (*fn)()) {
     static thread_local ExitGuard guard;
     (void)guard;
   }
+}
+
+bool spawn_quiet(std::function<void()> body) {
+  sigset_t all, prev;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &prev);
+  bool ok = true;
+  try {
+    std::thread(std::move(body)).detach();
+  } catch (const std::exception&) {
+    ok = false;
+  }
+  pthread_sigmask(SIG_SETMASK, &prev, nullptr);
+  return ok;
 }
 
 size_t readable_bytes(const void* p, size_t n) {

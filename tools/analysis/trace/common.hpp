@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -31,6 +32,11 @@ int this_tid();
 /// any atexit handler (glibc runs the exiting thread's thread_local destructors first). One `fn` a
 /// library (the last given); a forked child runs it only if it called exit_first itself.
 void exit_first(void (*fn)());
+
+/// Starts `body` on a detached thread of the tool with every signal blocked, so that the
+/// program's signals only ever reach its own threads; false (nothing started) where no thread
+/// can be made.
+bool spawn_quiet(std::function<void()> body);
 
 /// 64-bit FNV-1a of `n` bytes (fast enough for copies; not cryptographic).
 uint64_t fnv1a(const void* data, size_t n, uint64_t h = 14695981039346656037ull);
