@@ -974,17 +974,8 @@ void build_host(std::string chip, std::vector<std::uint8_t> availability, std::v
 void start_host_builder(State& s, const std::string& chip, const std::vector<std::uint8_t>& availability,
                         const std::vector<std::string>& metrics, const std::vector<std::uint8_t>& config) {
   s.host_started_ns = tr::now_ns();
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  try {
-    std::thread(build_host, chip, availability, metrics, config).detach();
-  } catch (const std::exception& e) {  // built here, then
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    build_host(chip, availability, metrics, config);
-    return;
-  }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (!tr::spawn_quiet([=] { build_host(chip, availability, metrics, config); }))
+    build_host(chip, availability, metrics, config);  // built here, then
 }
 
 // Waits (at most `limit`) for the host object: true where it is there.
@@ -1311,24 +1302,17 @@ void decode_loop() {
 // Starts `body` on a thread of the library with every signal blocked (it never takes one of the
 // program's); false where no thread could be made.
 bool spawn(void (*body)(), const char* what) {
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
   State& s = state();
   {
     std::lock_guard<std::mutex> lk(s.ctl_mu);
     s.thread_running = true;
   }
-  bool ok = true;
-  try {
-    std::thread(body).detach();
-  } catch (const std::exception& e) {
+  const bool ok = tr::spawn_quiet(body);
+  if (!ok) {
     std::lock_guard<std::mutex> lk(s.ctl_mu);
     s.thread_running = false;
-    ok = false;
-    std::fprintf(stderr, "%s: no %s thread (%s)\n", kTag, what, e.what());
+    std::fprintf(stderr, "%s: no %s thread\n", kTag, what);
   }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   return ok;
 }
 
