@@ -17,6 +17,19 @@ DATA = os.path.join(HERE, "..", "data", "pcsample")
 RAW, SASS = os.path.join(DATA, "raw.jsonl"), os.path.join(DATA, "raw.sass.jsonl")
 
 
+def fake_program(d, script):
+    """A shell script standing in for a CUDA program under the injection libraries (it writes what
+    they would, from the environment the command gives it), and the empty files passed as the
+    libraries: (program, libarchbench_pcsampling.so, libarchbench_topdown.so)."""
+    prog, lib, tdlib = os.path.join(d, "prog.sh"), os.path.join(d, "libfake.so"), os.path.join(d, "libtd.so")
+    with open(prog, "w") as f:
+        f.write("#!/bin/sh\n" + script)
+    os.chmod(prog, 0o755)
+    for path in (lib, tdlib):
+        open(path, "w").close()
+    return prog, lib, tdlib
+
+
 class Arithmetic(unittest.TestCase):
     def test_stall_shares_leave_out_issued_samples(self):
         s = pcsample.stall_shares({"selected": 40, "not_selected": 5, "long_scoreboard": 100, "wait": 15,
@@ -228,7 +241,8 @@ class SassRun(unittest.TestCase):
         self.assertNotIn("SASS metrics (strategy", pcsample.text_report([], context))
 
     def run_env(self, options):
-        """The environment of each run of the program (sampled, SASS) under the given options."""
+        """The environment of each run of the program under the given options: the sampled run's, and
+        a list of the SASS runs'."""
         with tempfile.TemporaryDirectory() as d:
             prog = os.path.join(d, "prog.sh")
             with open(prog, "w") as f:
@@ -248,38 +262,54 @@ class SassRun(unittest.TestCase):
             self.assertEqual(p.returncode, 0, p.stderr)
             with open(os.path.join(d, "env.txt")) as f:
                 blocks = [b.split() for b in f.read().split("---") if b.strip()]
-        runs = {next(l.split("=", 1)[1] for l in b if l.startswith("ARCHBENCH_PCSAMPLE_MODE=")): b for b in blocks}
-        return runs["pc"], runs["sass"]
+        self.assertEqual(blocks[0].count("ARCHBENCH_PCSAMPLE_MODE=pc"), 1)  # the sampled run first, then SASS
+        self.assertTrue(all("ARCHBENCH_PCSAMPLE_MODE=sass" in b for b in blocks[1:]))
+        return blocks[0], blocks[1:]
 
     def test_sass_run_environment(self):
-        # The SASS run gets eager module loading and the deferred strategy with the library's own
-        # patching choice; the sampled run the library's automatic period (no --period), a 32 MB
-        # hardware buffer and the enable on the library's thread (async: CG 18-56 ms faster).
-        pc, sass = self.run_env([])
+        # Default (each): a SASS run per sampled kernel, hottest first, each strategy target with the
+        # function's mangled name, eager module loading and the library's own patching choice; the
+        # sampled run the library's automatic period (no --period), a 32 MB hardware buffer and the
+        # enable on the library's thread (async: CG 18-56 ms faster).
+        pc, runs = self.run_env([])
         self.assertIn("ARCHBENCH_PCSAMPLE_PERIOD=auto", pc)
         self.assertIn("ARCHBENCH_PCSAMPLE_HW_BUFFER_MB=32", pc)
         self.assertIn("ARCHBENCH_PCSAMPLE_PC_ENABLE=async", pc)
-        self.assertFalse(any(l.startswith("ARCHBENCH_PCSAMPLE_SASS_TARGET=") for l in sass))
         self.assertFalse(any(l.startswith("CUDA_MODULE_LOADING=") for l in pc))
-        self.assertIn("CUDA_MODULE_LOADING=EAGER", sass)
-        self.assertIn("ARCHBENCH_PCSAMPLE_SASS_STRATEGY=deferred", sass)
-        self.assertFalse(any(l.startswith(("ARCHBENCH_PCSAMPLE_SASS_LAZY=", "ARCHBENCH_PCSAMPLE_SASS_RANGE=")) for l in sass))
+        self.assertEqual([[l for l in b if l.startswith("ARCHBENCH_PCSAMPLE_SASS_TARGET=")] for b in runs],
+                         [["ARCHBENCH_PCSAMPLE_SASS_TARGET=_Z9hot_chasePKiPfi"],
+                          ["ARCHBENCH_PCSAMPLE_SASS_TARGET=_Z5lanesILi4EEvPfi"]])
+        for sass in runs:
+            self.assertIn("CUDA_MODULE_LOADING=EAGER", sass)
+            self.assertIn("ARCHBENCH_PCSAMPLE_SASS_STRATEGY=target", sass)
+            self.assertFalse(any(l.startswith(("ARCHBENCH_PCSAMPLE_SASS_LAZY=", "ARCHBENCH_PCSAMPLE_SASS_RANGE="))
+                                 for l in sass))
+        self.assertEqual(len(self.run_env(["--sass-kernels", "1"])[1]), 1)  # the hottest only
+        # An older strategy: one SASS run, the caller's target not passed on.
+        _, runs = self.run_env(["--sass-strategy", "deferred"])
+        self.assertEqual(len(runs), 1)
+        self.assertIn("ARCHBENCH_PCSAMPLE_SASS_STRATEGY=deferred", runs[0])
+        self.assertFalse(any(l.startswith("ARCHBENCH_PCSAMPLE_SASS_TARGET=") for l in runs[0]))
 
     def test_sass_strategy_options(self):
-        pc, sass = self.run_env(["--sass-strategy", "reconfig", "--sass-lazy-patching", "0", "--pc-enable", "sync",
+        pc, (sass,) = self.run_env(["--sass-strategy", "reconfig", "--sass-lazy-patching", "0", "--pc-enable", "sync",
                                  "--sass-loading", "lazy"])
         self.assertIn("ARCHBENCH_PCSAMPLE_PC_ENABLE=sync", pc)
         self.assertIn("ARCHBENCH_PCSAMPLE_SASS_STRATEGY=reconfig", sass)
         self.assertIn("ARCHBENCH_PCSAMPLE_SASS_LAZY=0", sass)
         self.assertIn("CUDA_MODULE_LOADING=LAZY", sass)
-        _, sass = self.run_env(["--sass-range", "one"])  # the older option: one range
+        _, (sass,) = self.run_env(["--sass-range", "one"])  # the older option: one range
         self.assertIn("ARCHBENCH_PCSAMPLE_SASS_STRATEGY=once", sass)
-        _, sass = self.run_env(["--sass-strategy", "target", "--sass-target", "lanes<8>"])  # one kernel a run
+        _, (sass,) = self.run_env(["--sass-strategy", "target", "--sass-target", "lanes<8>"])  # one kernel a run
         self.assertIn("ARCHBENCH_PCSAMPLE_SASS_STRATEGY=target", sass)
         self.assertIn("ARCHBENCH_PCSAMPLE_SASS_TARGET=lanes<8>", sass)
         p = subprocess.run([sys.executable, TOOL, "--sass-target", "2", "--report", RAW], capture_output=True, text=True)
         self.assertEqual(p.returncode, 2)  # a target without the target strategy
         self.assertIn("--sass-target goes with --sass-strategy target", p.stderr)
+        for bad in (["--sass-kernels", "2", "--sass-strategy", "once"], ["--sass-kernels", "0"],
+                    ["--sass-kernels", "some"]):
+            p = subprocess.run([sys.executable, TOOL, "--report", RAW] + bad, capture_output=True, text=True)
+            self.assertEqual(p.returncode, 2, bad)
 
     def test_dropped_records_and_target(self):
         # CUPTI's dropped records are a Problem with or without late functions; the target is named.
@@ -405,28 +435,23 @@ class WarpPass(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             sass = self.sass_without_lanes(d)
             a = lambda mode, no_sass=False: type("A", (), {"warp_pass": mode, "no_sass": no_sass})  # noqa: E731
+            sass, full = pcsample.load(sass), pcsample.load(SASS)
             self.assertEqual(pcsample.warp_pass_needed(a("auto"), sass), [self.LANES[1]])
-            self.assertIsNone(pcsample.warp_pass_needed(a("auto"), SASS))  # every launched function counted
+            self.assertIsNone(pcsample.warp_pass_needed(a("auto"), full))  # every launched function counted
             self.assertIsNone(pcsample.warp_pass_needed(a("never"), sass))
-            self.assertEqual(pcsample.warp_pass_needed(a("always"), SASS), [])
-            self.assertEqual(pcsample.warp_pass_needed(a("auto"), os.path.join(d, "none.jsonl")), [])
+            self.assertEqual(pcsample.warp_pass_needed(a("always"), full), [])
+            self.assertEqual(pcsample.warp_pass_needed(a("auto"), None), [])  # no SASS records at all
             self.assertIsNone(pcsample.warp_pass_needed(a("auto", True), None))
 
     def test_command_runs_the_warp_pass_and_says_the_source(self):
         with tempfile.TemporaryDirectory() as d:
             sass = self.sass_without_lanes(d)
             warp = warp_raw(d, [self.LANES + (1000, 8000, 8000)])
-            prog = os.path.join(d, "prog.sh")
-            with open(prog, "w") as f:
-                f.write("#!/bin/sh\n"
-                        "if [ -n \"$ARCHBENCH_TOPDOWN_OUT\" ]; then env | grep -E '^ARCHBENCH_TOPDOWN_' | sort > %s/warp.env;"
-                        " cp %s \"$ARCHBENCH_TOPDOWN_OUT\"; exit 0; fi\n"
-                        "if [ \"$ARCHBENCH_PCSAMPLE_MODE\" = sass ]; then cp %s \"$ARCHBENCH_PCSAMPLE_OUT\";"
-                        " else cp %s \"$ARCHBENCH_PCSAMPLE_OUT\"; fi\n" % (d, warp, sass, RAW))
-            os.chmod(prog, 0o755)
-            lib, tdlib = os.path.join(d, "libfake.so"), os.path.join(d, "libtd.so")
-            open(lib, "w").close()
-            open(tdlib, "w").close()
+            prog, lib, tdlib = fake_program(
+                d, "if [ -n \"$ARCHBENCH_TOPDOWN_OUT\" ]; then env | grep -E '^ARCHBENCH_TOPDOWN_' | sort > %s/warp.env;"
+                   " cp %s \"$ARCHBENCH_TOPDOWN_OUT\"; exit 0; fi\n"
+                   "if [ \"$ARCHBENCH_PCSAMPLE_MODE\" = sass ]; then cp %s \"$ARCHBENCH_PCSAMPLE_OUT\";"
+                   " else cp %s \"$ARCHBENCH_PCSAMPLE_OUT\"; fi\n" % (d, warp, sass, RAW))
             j = os.path.join(d, "out.json")
             env = {k: v for k, v in os.environ.items() if not k.startswith("ARCHBENCH_TOPDOWN")}
             p = subprocess.run([sys.executable, TOOL, "--lib", lib, "--topdown-lib", tdlib, "--no-native",
@@ -458,6 +483,172 @@ class WarpPass(unittest.TestCase):
             lanes = next(k for k in json.load(open(j))["kernels"] if k["kernel"] == self.LANES[0])
         self.assertAlmostEqual(lanes["warp"]["act"], 16.0)
         self.assertAlmostEqual(lanes["efficiency"]["warp_efficiency"], 0.5)
+
+
+HOT, LANES, TINY = "_Z9hot_chasePKiPfi", "_Z5lanesILi4EEvPfi", "_Z4tinyv"
+
+
+def text(path):
+    with open(path) as f:
+        return f.read()
+
+
+def sampled_raw(d):
+    """The planted sampled run (RAW: hot_chase 170 samples, lanes<4> 25) with a third kernel launched
+    and never sampled (tiny)."""
+    path = os.path.join(d, "pc.jsonl")
+    with open(path, "w") as f:
+        for line in text(RAW).splitlines(True):
+            if json.loads(line)["type"] == "end":
+                f.write(json.dumps({"type": "launch", "function": TINY, "name": "tiny()", "launches": 1,
+                                    "warps_per_scheduler": 1.0}) + "\n")
+            f.write(line)
+    return path
+
+
+def target_raw(path, target, stray):
+    """A SASS metrics run of strategy target for `target` (the planted SASS file's records of it) with
+    `stray` extra records of other functions [(function, pc, inst)] that must not count, and the
+    launch records of all three kernels."""
+    with open(path, "w") as f:
+        f.write(json.dumps({"type": "process", "pid": 3, "mode": "sass", "sass_strategy": "target",
+                            "sass_target": target}) + "\n")
+        f.write(json.dumps({"type": "sass_range", "function": target, "strategy": "target"}) + "\n")
+        for line in text(SASS).splitlines(True):
+            if json.loads(line).get("function") == target:
+                f.write(line)
+        for fn, pc, inst in stray:
+            f.write(json.dumps({"type": "sass", "function": fn, "name": fn, "pc": pc, "file": "planted_src.cu",
+                                "line": 20, "smsp__sass_inst_executed": inst,
+                                "smsp__sass_thread_inst_executed": 32 * inst}) + "\n")
+        for fn in (HOT, LANES, TINY):
+            f.write(json.dumps({"type": "launch", "function": fn, "name": fn, "launches": 1,
+                                "warps_per_scheduler": 1.0}) + "\n")
+        f.write(json.dumps({"type": "end", "mode": "sass", "sass_strategy": "target", "sass_target": target,
+                            "sass_ranges": 1, "sass_dropped_records": 0}) + "\n")
+    return path
+
+
+class EachKernel(unittest.TestCase):
+    """--sass-strategy each (the default): CUPTI counted one function a process on the H100, so a
+    SASS run per chosen kernel, each keeping only its target's records, merged."""
+
+    def two_runs(self, d):
+        # Each run also has a stray record of the other kernel (and of tiny), far larger than the real ones.
+        return (target_raw(os.path.join(d, "raw.sass.1.jsonl"), HOT, [(LANES, 8, 999999), (TINY, 0, 5)]),
+                target_raw(os.path.join(d, "raw.sass.2.jsonl"), LANES, [(HOT, 16, 777777)]))
+
+    def test_plan_hottest_or_all(self):
+        with tempfile.TemporaryDirectory() as d:
+            recs = pcsample.load(sampled_raw(d))
+        self.assertEqual(pcsample.sass_plan(recs, 5), [(HOT, "hot_chase(int const*, float*, int)"),
+                                                       (LANES, "void lanes<4>(float*, int)")])  # sampled only
+        self.assertEqual(pcsample.sass_plan(recs, 1), [(HOT, "hot_chase(int const*, float*, int)")])
+        self.assertEqual([f for f, _ in pcsample.sass_plan(recs)], [HOT, LANES, TINY])  # all launched, hottest first
+        self.assertEqual(pcsample.sass_plan({"pc": [], "sass": [], "launch": []}), [])
+
+    def test_merge_keeps_each_runs_target_only(self):
+        with tempfile.TemporaryDirectory() as d:
+            a, b = self.two_runs(d)
+            merged = pcsample.sass_records([(None, a), (None, b)])  # the targets from the files
+            ks = {k["function"]: k for k in pcsample.analyse(pcsample.load(sampled_raw(d)), merged)}
+        self.assertEqual(merged["sass_chosen"], [HOT, LANES])
+        self.assertEqual({r["function"] for r in merged["sass"]}, {HOT, LANES})
+        self.assertEqual(len(merged["sass"]), 5)  # 3 + 2: no stray, nothing twice
+        hot, lanes = ks[HOT], ks[LANES]
+        self.assertEqual(hot["sass"]["inst_executed"], 250)
+        self.assertEqual({l["line"]: l["sass"]["inst_executed"] for l in hot["lines"]}, {20: 150, 21: 100})
+        self.assertAlmostEqual(hot["sass"]["warp_efficiency"], 6450 / 8000)
+        self.assertEqual({l["line"]: l["sass"]["inst_executed"] for l in lanes["lines"]}, {40: 1000, 41: 10})
+        self.assertEqual(next(l for l in lanes["lines"] if l["line"] == 40)["sass"]["warp_efficiency"], 0.25)
+        self.assertNotIn(TINY, ks)  # only a stray record: no counts claimed
+        context = {}
+        pcsample.sass_context(merged, context)
+        self.assertEqual((context["sass_strategy"], context["sass_runs"], context["sass_counted"]), ("each", 2, 2))
+        self.assertEqual(context["sass_counted_functions"], [HOT, LANES])
+        self.assertEqual(context["sass_uncounted"], [TINY])  # launched: per-kernel counts only
+        self.assertNotIn("problems", context)  # every chosen function counted
+        a_ = type("A", (), {"warp_pass": "auto", "no_sass": False})
+        self.assertEqual(pcsample.warp_pass_needed(a_, merged), [TINY])
+        # A chosen function whose run wrote nothing is missing against the chosen, not the launched.
+        context = {}
+        with tempfile.TemporaryDirectory() as d:
+            pcsample.sass_context(pcsample.sass_records([(HOT, self.two_runs(d)[0])], [HOT, TINY]), context)
+        self.assertEqual(context["sass_missing"], [TINY])
+        self.assertIn("(strategy each): no counts for 1 of the 2 chosen functions: _Z4tinyv", context["problems"][0])
+        self.assertIn("SASS metrics (strategy each, 1 run): counts for 1 of 2 chosen functions",
+                      pcsample.text_report([], context))
+        # A run of another strategy gives only the functions no run for one function gave.
+        with tempfile.TemporaryDirectory() as d:
+            merged = pcsample.sass_records([(None, SASS), (None, self.two_runs(d)[0])])
+        self.assertEqual(sum(r["smsp__sass_inst_executed"] for r in merged["sass"]), 250 + 1010)
+        self.assertIsNone(merged["sass_chosen"])
+
+    def test_report_mode_merges_several_files(self):
+        with tempfile.TemporaryDirectory() as d:
+            a, b = self.two_runs(d)
+            j = os.path.join(d, "out.json")
+            p = subprocess.run([sys.executable, TOOL, "--report", sampled_raw(d), "--sass-report", a, "--sass-report", b,
+                                "--json", j], capture_output=True, text=True)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            doc = json.loads(text(j))
+        ks = {k["function"]: k for k in doc["kernels"]}
+        self.assertEqual(ks[HOT]["efficiency"]["inst_executed"], 250)
+        self.assertEqual(ks[LANES]["efficiency"]["inst_executed"], 1010)
+        self.assertEqual(doc["context"]["counts"]["per_line"], ["hot_chase(int const*, float*, int)",
+                                                                "void lanes<4>(float*, int)"])
+        self.assertEqual(doc["context"]["sass_functions"], [HOT, LANES])
+        self.assertIn("SASS metrics (strategy each, 2 runs): counts for 2 of 2 chosen functions", p.stdout)
+
+    def test_run_counts_each_chosen_kernel_in_its_own_run(self):
+        # A fake program standing in for the library: the sampled run writes the planted samples, a
+        # SASS run the file of its target (none for tiny: it exits 3), the warp pass its counters.
+        with tempfile.TemporaryDirectory() as d:
+            self.two_runs(d)
+            for k, fn in ((1, HOT), (2, LANES)):
+                os.rename(os.path.join(d, f"raw.sass.{k}.jsonl"), os.path.join(d, f"sass-{fn}.jsonl"))
+            warp = warp_raw(d, [("tiny()", TINY, 10, 160, 160)])
+            prog, lib, tdlib = fake_program(
+                d, "if [ -n \"$ARCHBENCH_TOPDOWN_OUT\" ]; then echo \"warp $ARCHBENCH_TOPDOWN_KERNEL\" >> %s/runs.txt;"
+                   " cp %s \"$ARCHBENCH_TOPDOWN_OUT\"; exit 0; fi\n"
+                   "echo \"$ARCHBENCH_PCSAMPLE_MODE $ARCHBENCH_PCSAMPLE_SASS_STRATEGY $ARCHBENCH_PCSAMPLE_SASS_TARGET "
+                   "$CUDA_MODULE_LOADING $(basename $ARCHBENCH_PCSAMPLE_OUT)\" >> %s/runs.txt\n"
+                   "if [ \"$ARCHBENCH_PCSAMPLE_MODE\" = pc ]; then cp %s \"$ARCHBENCH_PCSAMPLE_OUT\"; exit 0; fi\n"
+                   "f=%s/sass-$ARCHBENCH_PCSAMPLE_SASS_TARGET.jsonl\n"
+                   "[ -f \"$f\" ] || exit 3\ncp \"$f\" \"$ARCHBENCH_PCSAMPLE_OUT\"\n"
+                   % (d, warp, d, sampled_raw(d), d))
+            j = os.path.join(d, "out.json")
+            env = {k: v for k, v in os.environ.items()
+                   if k != "CUDA_MODULE_LOADING" and not k.startswith(("ARCHBENCH_PCSAMPLE_", "ARCHBENCH_TOPDOWN"))}
+            p = subprocess.run([sys.executable, TOOL, "--lib", lib, "--topdown-lib", tdlib, "--no-native",
+                                "--sass-kernels", "all", "--raw", os.path.join(d, "run.jsonl"), "--json", j, "--", prog],
+                               capture_output=True, text=True, timeout=60, env=env)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            runs = text(os.path.join(d, "runs.txt")).splitlines()
+            doc = json.loads(text(j))
+            kept = sorted(f for f in os.listdir(d) if f.startswith("run."))
+        self.assertEqual(runs, ["pc    run.jsonl",
+                                f"sass target {HOT} EAGER run.sass.1.jsonl",
+                                f"sass target {LANES} EAGER run.sass.2.jsonl",
+                                f"sass target {TINY} EAGER run.sass.3.jsonl",
+                                f"warp ^({TINY})$"])  # the warp pass for what the SASS runs missed
+        self.assertEqual(kept, ["run.jsonl", "run.sass.1.jsonl", "run.sass.2.jsonl", "run.warp.jsonl"])
+        self.assertIn("SASS metrics run 1/3: hot_chase(int const*, float*, int)", p.stderr)
+        self.assertIn("SASS metrics run 3/3: tiny()", p.stderr)
+        ctx = doc["context"]
+        self.assertEqual((ctx["sass_strategy"], ctx["sass_runs"]), ("each", 3))
+        self.assertGreater(ctx["sass_s"], 0)
+        self.assertEqual(ctx["sass_functions"], [HOT, LANES, TINY])
+        self.assertEqual(ctx["sass_counted_functions"], [HOT, LANES])
+        self.assertEqual(ctx["sass_missing"], [TINY])
+        self.assertIn("SASS metrics run 3/3: tiny(): the program exited with 3, no records written", ctx["problems"])
+        self.assertEqual(ctx["counts"]["per_kernel_only"], ["tiny()"])
+        ks = {k["function"]: k for k in doc["kernels"]}
+        self.assertEqual({l["line"]: l["sass"]["inst_executed"] for l in ks[HOT]["lines"]}, {20: 150, 21: 100})
+        self.assertEqual(ks[LANES]["efficiency"]["inst_executed"], 1010)
+        self.assertAlmostEqual(ks[TINY]["efficiency"]["warp_efficiency"], 0.5)  # from the warp pass
+        self.assertIn("SASS metrics (strategy each, 3 runs in ", p.stdout)
+        self.assertIn("counts for 2 of 3 chosen functions", p.stdout)
 
 
 if __name__ == "__main__":

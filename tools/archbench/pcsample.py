@@ -3,21 +3,29 @@ program under CUPTI's PC sampling, each sample a warp's instruction and stall re
 the kernel, its SASS instruction and its source line (-lineinfo), with seed 003's kernel metrics.
 
   archbench_pcsample.py [options] -- PROGRAM [ARGS...]   run PROGRAM under libarchbench_pcsampling.so
-  archbench_pcsample.py [options] --report RAW.jsonl [--sass-report RAW.jsonl]   analyse earlier runs
+  archbench_pcsample.py [options] --report RAW.jsonl [--sass-report SASS.jsonl ...]   analyse earlier runs
 
 The program runs natively (wall time), then with PC sampling in continuous mode (kernels run
 concurrently, as without it; the overhead is the ratio of the two wall times), then, unless
---no-sass, once more with CUPTI's SASS metrics (instrumented: executed warp- and
-thread-instructions of every instruction; not part of the overhead figure). --sass-strategy says
-how the library opens CUPTI's SASS metrics ranges (default deferred: one enable at the context's
-first kernel launch, every loaded function patched then). On the H100 (CUPTI 13.0) CUPTI counted
-only the first function launched in a process whatever the strategy (a CUPTI limitation: its own
-record count was that function's instructions; the others ran patched and were never reported):
-the kernels without per-instruction counts get per-kernel counts from the warp pass below, and
-the report names which kernels have per-line counts and which only per-kernel ones. The raw
-file's sass_flush records name the functions each flush had counts for, and its sass_summary the
-launched functions without any. --sass-strategy target with --sass-target N|NAME counts one
-chosen kernel a run (the device configured at its first launch).
+--no-sass, with CUPTI's SASS metrics (instrumented: executed warp- and thread-instructions of
+every instruction; not part of the overhead figure). On the H100 (CUPTI 13.0) CUPTI counted only
+the first function launched in a process whatever the library's strategy (a CUPTI limitation: its
+own record count was that function's instructions; the others ran patched and were never
+reported). Hence the default --sass-strategy each: after the sampled run, one SASS metrics run of
+the program per chosen kernel function (the library's strategy target, the function named by its
+mangled name, the device configured at its first launch), so the cost is that many more runs of
+the program. The chosen functions are the hottest by PC samples, those the report shows line by
+line (--top, default 5), or --sass-kernels N (the N hottest) or all (every kernel launched). Each
+run's raw file (RAW.sass.K.jsonl) keeps only its target's records (another function's would be
+partial, or counted twice) and the runs are merged into one; a run that exits non-zero or writes
+nothing is a Problem for its function, and the rest go on. --report with several --sass-report
+files merges them the same way. The other strategies are one SASS run (RAW.sass.jsonl): deferred
+(one enable at the context's first kernel launch, every loaded function patched then), and the
+others --help names; target with --sass-target N|NAME counts one chosen kernel. The kernels
+without per-instruction counts get per-kernel counts from the warp pass below, and the report
+names which kernels have per-line counts and which only per-kernel ones. The raw files'
+sass_flush records name the functions each flush had counts for, and their sass_summary the
+launched functions without any.
 
 Per kernel, line and instruction:
   stalls         each stall reason's share of the stalled samples (selected and not_selected are
@@ -30,8 +38,8 @@ Per kernel, line and instruction:
   sass           executed instructions (warp-level), warp efficiency ACT/TOT (ACT: active
                  thread-instructions, TOT: 32 lanes per instruction, WAST = TOT - ACT), and scalar
                  loss (the lanes lost by instructions that ran with one active lane)
-  warp           per kernel, where the SASS metrics have no records for a launched kernel (on the
-                 H100 CUPTI patched only the first function launched): a fourth run under
+  warp           per kernel, where the SASS metrics have no records for a launched kernel (with
+                 each: the kernels not chosen, or whose run failed): one more run under
                  libarchbench_topdown.so with its "warp" counter set (smsp__inst_executed,
                  smsp__thread_inst_executed, _pred_on; the first launch of each shape): ACT =
                  thread-instructions per warp-instruction, TOT = 32, WAST = 32 - ACT, executed
@@ -416,8 +424,12 @@ def text_report(kernels, context, top=5, lines=8):
     if context.get("sass_strategy"):
         n_missing = len(context.get("sass_missing", []))
         target = f", target {context['sass_target']}" if context.get("sass_target") else ""
-        out += ["", f"SASS metrics (strategy {context['sass_strategy']}{target}): counts for {context.get('sass_counted', 0)} "
-                    f"of {context.get('sass_counted', 0) + n_missing} launched functions, "
+        n = context.get("sass_runs")
+        runs = (f", {n} run{'s' if n != 1 else ''}" + (f" in {context['sass_s']:.3f} s" if "sass_s" in context else "")
+                if n else "")
+        out += ["", f"SASS metrics (strategy {context['sass_strategy']}{target}{runs}): counts for "
+                    f"{context.get('sass_counted', 0)} of {context.get('sass_counted', 0) + n_missing} "
+                    f"{'launched' if context.get('sass_functions') is None else 'chosen'} functions, "
                     f"{len(context.get('sass_flush_log', []))} flushes"]
     out += coverage_lines(kernels)
     if context.get("problems"):
@@ -425,7 +437,8 @@ def text_report(kernels, context, top=5, lines=8):
     if "overhead" in context:
         out += ["", f"wall time: native {context['native_s']:.3f} s, sampled {context['sampled_s']:.3f} s, "
                     f"overhead {context['overhead']:.2f}x" +
-                (f"; SASS metrics run {context['sass_s']:.3f} s" if "sass_s" in context else "")]
+                (f"; SASS metrics {'runs' if context.get('sass_runs', 1) > 1 else 'run'} {context['sass_s']:.3f} s"
+                 if "sass_s" in context else "")]
     if fixed_costs_line(context):
         out.append(fixed_costs_line(context))
     return "\n".join(out)
@@ -483,6 +496,37 @@ def html_report(kernels, context, top=5):
 
 
 # ---------------------------------------------------------------- running a program
+
+def beside(raw, part):
+    """The file RAW.PART.jsonl beside RAW.jsonl (RAW.PART where RAW does not end in .jsonl)."""
+    return raw[:-len(".jsonl")] + f".{part}.jsonl" if raw.endswith(".jsonl") else f"{raw}.{part}"
+
+
+def sass_runs(a, cmd, env, runs, context):
+    """Runs the program in SASS metrics mode once per (function counted, strategy target; or None,
+    the options' strategy), raw file, label); returns [(function or None, file)] for the runs that
+    wrote records. A run that exits non-zero or writes nothing is a Problem; the rest go on."""
+    written, context["sass_s"] = [], 0.0
+    for fn, out, label in runs:
+        env.update({"ARCHBENCH_PCSAMPLE_OUT": out, "ARCHBENCH_PCSAMPLE_SASS_STRATEGY": "target" if fn else sass_strategy(a)})
+        if fn or a.sass_target:
+            env["ARCHBENCH_PCSAMPLE_SASS_TARGET"] = fn or a.sass_target
+        else:
+            env.pop("ARCHBENCH_PCSAMPLE_SASS_TARGET", None)
+        if os.path.exists(out):
+            os.remove(out)
+        print(f"{TOOL}: {label}", file=sys.stderr)
+        rc, seconds = timed(cmd, env, a.timeout or None, label)
+        context["sass_s"] += seconds
+        wrote = os.path.exists(out) and os.path.getsize(out) > 0
+        why = ([f"the program exited with {rc}"] if rc else []) + ([] if wrote else ["no records written"])
+        if why:
+            print(f"{TOOL}: {label}: {', '.join(why)}", file=sys.stderr)
+            context.setdefault("problems", []).append(f"{label}: {', '.join(why)}")
+        if wrote:
+            written.append((fn, out))
+    return written
+
 
 def find_lib(given):
     return topdown.find_lib(given, "libarchbench_pcsampling.so", "ARCHBENCH_PCSAMPLE_LIB")
@@ -578,7 +622,8 @@ def sass_flushes(recs):
 
 def sass_context(recs, context):
     """The SASS metrics run's strategy, ranges and flushes, and the launched functions it has no
-    counts for (a Problem)."""
+    counts for (a Problem); for merged runs (merge_sass) the chosen functions it has no counts for,
+    the functions counted and the launched ones without counts (per-kernel counts only)."""
     end = recs["end"][0] if recs["end"] else {}
     context.update({k: end.get(k) for k in ("sass_ranges", "sass_deferred_ranges", "sass_dropped_records",
                                              "sass_strategy", "sass_enables", "sass_flushes") if k in end})
@@ -596,28 +641,90 @@ def sass_context(recs, context):
     if end.get("sass_dropped_records"):
         context.setdefault("problems", []).append(
             f"SASS metrics: CUPTI dropped {end['sass_dropped_records']} instruction records at a range's end")
-    counted = {r.get("function") for r in recs["sass"]}
-    missing = sorted({r.get("function") for r in recs["launch"]} - counted - {None})
+    counted = {r.get("function") for r in recs["sass"]} - {None}
     launched = {r.get("function") for r in recs["launch"]} - {None}
-    context["sass_counted"] = len(counted & launched) if launched else len(counted - {None})
+    chosen = recs.get("sass_chosen")
+    expected = launched if chosen is None else set(chosen)
+    missing = sorted(expected - counted)
+    context["sass_counted"] = len(counted & expected) if expected else len(counted)
+    if "sass_runs" in recs:
+        context.setdefault("sass_runs", recs["sass_runs"])
+    if chosen is not None:
+        context.update({"sass_functions": chosen, "sass_counted_functions": [f for f in chosen if f in counted],
+                        "sass_uncounted": sorted(launched - counted)})
     if missing:
         context["sass_missing"] = missing
         strategy = f" (strategy {context['sass_strategy']})" if context.get("sass_strategy") else ""
         context.setdefault("problems", []).append(
-            f"SASS metrics{strategy}: no counts for {len(missing)} of the {len(missing) + len(counted)} launched "
-            "functions: " + ", ".join(missing[:8]) + (" ..." if len(missing) > 8 else ""))
+            f"SASS metrics{strategy}: no counts for {len(missing)} of the {len(missing) + context['sass_counted']} "
+            f"{'launched' if chosen is None else 'chosen'} functions: " + ", ".join(missing[:8])
+            + (" ..." if len(missing) > 8 else ""))
 
 
-def warp_pass_needed(a, sass_raw):
+def sass_plan(recs, n=None):
+    """The kernel functions --sass-strategy each counts, a run each, [(function, name)]: the `n`
+    hottest by PC samples (the report shows the --top hottest line by line), or with n None every
+    function launched, the sampled ones first, hottest first."""
+    plan = {k["function"]: k["kernel"] for k in analyse(recs) if k["function"] and k["samples"]}
+    for r in recs["launch"] if n is None else []:
+        if r.get("function"):
+            plan.setdefault(r["function"], r.get("name") or r["function"])
+    return list(plan.items())[:n]
+
+
+def sass_target_of(recs):
+    """The function a run of strategy target counted (its sass_range record, else the target asked
+    for where it was a name), or None for a run of another strategy."""
+    head = (recs["end"] or recs["process"] or [{}])[0]
+    if head.get("sass_strategy") != "target":
+        return None
+    ranges = [r["function"] for r in recs.get("sass_range", []) if r.get("function")]
+    target = head.get("sass_target") or ""
+    return ranges[0] if ranges else target if target and not target.isdigit() else None
+
+
+def merge_sass(runs, chosen=None):
+    """One set of SASS records from several runs, [(the function a run was for or None, its
+    records)]: a run for one function (strategy target) gives only that function's records (another
+    function's would be partial, or counted twice), a run of another strategy the functions that no
+    run before it gave; no function counted twice. `chosen`: the functions asked for (default: the
+    runs' targets, where every run had one), against which sass_context names the missing ones."""
+    runs = sorted(runs, key=lambda r: r[0] is None)  # the runs for one function first
+    taken, sass = set(), []
+    for target, recs in runs:
+        fns = ({target} if target else {r.get("function") for r in recs["sass"]}) - taken
+        sass += [r for r in recs["sass"] if r.get("function") in fns]
+        taken |= fns
+    ends = [recs["end"][0] for _, recs in runs if recs["end"]]
+    end = {k: sum(int(e.get(k) or 0) for e in ends) for k in (
+        "sass_ranges", "sass_deferred_ranges", "sass_dropped_records", "sass_enables", "sass_flushes")
+           if any(k in e for e in ends)}
+    strategies = list(dict.fromkeys(e["sass_strategy"] for e in ends if e.get("sass_strategy")))
+    if strategies:
+        end["sass_strategy"] = "each" if strategies == ["target"] else "+".join(strategies)
+    if chosen is None and runs and all(t for t, _ in runs):
+        chosen = [t for t, _ in runs]
+    merged = {t: [r for _, recs in runs for r in recs.get(t, [])] for t in ("process", "error", "launch", "sass_flush")}
+    merged.update({"end": [end], "sass": sass, "sass_chosen": chosen, "sass_runs": len(runs)})
+    return merged
+
+
+def sass_records(files, chosen=None):
+    """The SASS records of the raw files [(the function a run was for or None, path)]: one run of
+    another strategy as it is, else merged (merge_sass); None where there are none."""
+    loaded = [(fn or sass_target_of(r), r) for fn, path in files for r in [load(path)]]
+    if chosen is None and len(loaded) == 1:
+        return loaded[0][1]
+    return merge_sass(loaded, chosen) if loaded or chosen else None
+
+
+def warp_pass_needed(a, recs):
     """The functions the warp pass should count: [] for all, None for no pass (--warp-pass, and in
-    auto mode whether the SASS metrics run left a launched function without records)."""
+    auto mode whether the SASS metrics records, sass_records, leave a launched function without
+    records)."""
     if a.warp_pass == "never" or (a.warp_pass == "auto" and a.no_sass):
         return None
-    if a.warp_pass == "always" or not sass_raw or not os.path.exists(sass_raw):
-        return []
-    try:
-        recs = load(sass_raw)
-    except InputError:
+    if a.warp_pass == "always" or not recs:
         return []
     counted = {r.get("function") for r in recs["sass"]}
     missing = sorted({r.get("function") for r in recs["launch"]} - counted - {None})
@@ -650,15 +757,24 @@ def warp_pass(a, cmd, raw, functions, context):
     return rc
 
 
-SASS_STRATEGIES = ("deferred", "deferred-module", "once", "function", "reconfig", "target")
+SASS_STRATEGIES = ("each", "deferred", "deferred-module", "once", "function", "reconfig", "target")
 
 
 def sass_strategy(a):
     """The library's ARCHBENCH_PCSAMPLE_SASS_STRATEGY for the options: --sass-strategy, unless only
     the older --sass-range was given (one: once, function: function)."""
-    if a.sass_range and a.sass_strategy == "deferred":
+    if a.sass_range and a.sass_strategy == "each":
         return {"one": "once", "function": "function"}[a.sass_range]
     return a.sass_strategy
+
+
+def kernels_option(v):
+    """--sass-kernels: all, or a count N >= 1."""
+    if v == "all":
+        return v
+    if not v.isdigit() or int(v) < 1:
+        raise argparse.ArgumentTypeError("takes all or a count N >= 1")
+    return int(v)
 
 
 def main(argv=None):
@@ -676,25 +792,32 @@ def run(argv):
     ap.add_argument("--worker-sleep-ms", type=int, default=20, metavar="MS",
                     help="how long CUPTI's decoding thread sleeps between passes over the hardware buffer "
                          "(default 20; 0: CUPTI's own, 100)")
-    ap.add_argument("--no-sass", action="store_true", help="skip the SASS metrics run (instructions, warp efficiency)")
-    ap.add_argument("--sass-strategy", choices=SASS_STRATEGIES, default="deferred",
-                    help="SASS metrics: deferred (default: one enable at the context's first kernel launch, the "
-                         "launched function's module loaded whole, every loaded function patched at once, flushed "
-                         "at the end), deferred-module (and a new range for a module loaded later), once (one lazy "
+    ap.add_argument("--no-sass", action="store_true", help="skip the SASS metrics runs (instructions, warp efficiency)")
+    ap.add_argument("--sass-strategy", choices=SASS_STRATEGIES, default="each",
+                    help="SASS metrics: each (default: one run of the program per chosen kernel function, "
+                         "--sass-kernels, each counting that function alone (the library's target strategy, the "
+                         "function's mangled name) and keeping only its records, merged; costs that many more runs "
+                         "of the program); the others are one run: deferred (one enable at the context's first kernel "
+                         "launch, the launched function's module loaded whole, every loaded function patched at once, "
+                         "flushed at the end), deferred-module (and a new range for a module loaded later), once (one lazy "
                          "range from the context's creation), function (a range per function from its first "
                          "launch), reconfig (as function, the device's SASS configuration renewed between), target "
                          "(one function, --sass-target, the device configured at its first launch); on the H100 every "
-                         "strategy counted only the first function launched")
+                         "one-run strategy counted only the first function launched")
+    ap.add_argument("--sass-kernels", type=kernels_option, metavar="N|all",
+                    help="with --sass-strategy each: the kernel functions counted, a run each: the N hottest by PC "
+                         "samples (default: --top, those the report shows line by line), or all (every kernel "
+                         "launched in the sampled run)")
     ap.add_argument("--sass-target", metavar="N|NAME",
                     help="with --sass-strategy target: the Nth distinct function launched (default 1) or its name "
                          "(mangled, or demangled with or without parameters: hot_chase, lanes<8>)")
     ap.add_argument("--sass-range", choices=("function", "one"), help=argparse.SUPPRESS)  # older name: function, once
     ap.add_argument("--sass-loading", choices=("eager", "lazy", "inherit"), default="eager",
-                    help="CUDA_MODULE_LOADING for the SASS metrics run (default eager: every function loaded "
+                    help="CUDA_MODULE_LOADING for the SASS metrics runs (default eager: every function loaded "
                          "before its first launch, so CUPTI can patch it then; inherit: the environment's)")
     ap.add_argument("--sass-lazy-patching", type=int, choices=(0, 1), default=None,
-                    help="cuptiSassMetricsEnable's enableLazyPatching (default: 0 for the deferred strategies, every "
-                         "loaded function patched at the enable; 1 for the others, each function at its first launch)")
+                    help="cuptiSassMetricsEnable's enableLazyPatching (default: 0 for each, target and the deferred "
+                         "strategies, every loaded function patched at the enable; 1 for the others, each function at its first launch)")
     ap.add_argument("--pc-enable", choices=("sync", "async"), default="async",
                     help="when CUPTI's PC sampling is enabled (about 0.08 s on the H100): async (default) on a thread "
                          "of the library while the program does its host work, the context's first kernel or graph "
@@ -712,7 +835,8 @@ def run(argv):
     ap.add_argument("--source-dir", action="append", default=[], help="a folder to look for source files in")
     ap.add_argument("--json", help="write the analysis as JSON here")
     ap.add_argument("--html", help="write the annotated source and SASS page here")
-    ap.add_argument("--raw", help="keep the sampling run's raw records here (SASS run: RAW.sass.jsonl)")
+    ap.add_argument("--raw", help="keep the sampling run's raw records here (SASS runs: RAW.sass.K.jsonl, K = 1, 2, "
+                                  "... a kernel, with each; RAW.sass.jsonl with another strategy)")
     ap.add_argument("--lib", help="path of libarchbench_pcsampling.so")
     ap.add_argument("--timeout", type=float, default=0, metavar="S",
                     help="stop each run of the program after S seconds (0: never); the records so far are reported")
@@ -725,7 +849,9 @@ def run(argv):
     ap.add_argument("--debug", action="store_true", help="the library logs every step on stderr "
                                                          "(ARCHBENCH_PCSAMPLING_DEBUG=1)")
     ap.add_argument("--report", help="analyse this raw file instead of running a program")
-    ap.add_argument("--sass-report", help="with --report: the SASS metrics run's raw file")
+    ap.add_argument("--sass-report", action="append", metavar="SASS.jsonl",
+                    help="with --report: a SASS metrics run's raw file; again for more (each's RAW.sass.K.jsonl): "
+                         "merged, a run for one function giving only that function's records")
     ap.add_argument("command", nargs=argparse.REMAINDER, help="-- PROGRAM [ARGS...]")
     a = ap.parse_args(argv)
     cmd = topdown.program_or_report(ap, a)
@@ -733,9 +859,11 @@ def run(argv):
         ap.error("--period takes 5..31 (log2 of cycles)")
     if a.sass_target and a.sass_strategy != "target":
         ap.error("--sass-target goes with --sass-strategy target")
+    if a.sass_kernels and a.sass_strategy != "each":
+        ap.error("--sass-kernels goes with --sass-strategy each")
     context = {"period_asked": a.period}
     rc = 0
-    raw, sass_raw = a.report, a.sass_report
+    raw, sass_files, chosen = a.report, [(None, p) for p in a.sass_report or []], None
     if cmd:
         lib = find_lib(a.lib)
         if shutil.which(cmd[0]) is None and not os.path.isfile(cmd[0]):
@@ -763,28 +891,35 @@ def run(argv):
         if rc != 0:
             print(f"{TOOL}: the program exited with {rc} under sampling", file=sys.stderr)
         if not a.no_sass:
-            sass_raw = raw[:-len(".jsonl")] + ".sass.jsonl" if raw.endswith(".jsonl") else raw + ".sass"
-            env.update({"ARCHBENCH_PCSAMPLE_OUT": sass_raw, "ARCHBENCH_PCSAMPLE_MODE": "sass",
-                        "ARCHBENCH_PCSAMPLE_SASS_STRATEGY": sass_strategy(a)})
+            env.update({"ARCHBENCH_PCSAMPLE_MODE": "sass"})
             env.pop("ARCHBENCH_PCSAMPLE_SASS_RANGE", None)
-            if a.sass_target:
-                env["ARCHBENCH_PCSAMPLE_SASS_TARGET"] = a.sass_target
-            else:
-                env.pop("ARCHBENCH_PCSAMPLE_SASS_TARGET", None)
             if a.sass_lazy_patching is None:
                 env.pop("ARCHBENCH_PCSAMPLE_SASS_LAZY", None)
             else:
                 env["ARCHBENCH_PCSAMPLE_SASS_LAZY"] = str(a.sass_lazy_patching)
             if a.sass_loading != "inherit":
                 env["CUDA_MODULE_LOADING"] = a.sass_loading.upper()
-            print(f"{TOOL}: SASS metrics run", file=sys.stderr)
-            sass_rc, context["sass_s"] = timed(cmd, env, a.timeout or None, "SASS metrics run")
-            if sass_rc != 0:
-                print(f"{TOOL}: the program exited with {sass_rc} under SASS metrics", file=sys.stderr)
+            if sass_strategy(a) == "each":
+                plan = sass_plan(load(raw), None if a.sass_kernels == "all" else a.sass_kernels or a.top) \
+                    if os.path.exists(raw) else []
+                chosen, context["sass_runs"] = [fn for fn, _ in plan], len(plan)
+                runs = [(fn, beside(raw, f"sass.{k}"), f"SASS metrics run {k}/{len(plan)}: {short(name)}")
+                        for k, (fn, name) in enumerate(plan, 1)]
+                if not plan:
+                    print(f"{TOOL}: no kernel functions to count in SASS metrics runs", file=sys.stderr)
+            else:
+                runs = [(None, beside(raw, "sass"), "SASS metrics run")]
+            sass_files = sass_runs(a, cmd, env, runs, context)
+            context["sass_raw"] = [f for _, f in sass_files]
         context["raw"] = raw
-        sass_missing = warp_pass_needed(a, sass_raw)
+    missing_files = [p for _, p in sass_files if not os.path.exists(p)]
+    if missing_files:
+        context.setdefault("problems", []).append("SASS metrics: no such file: " + ", ".join(missing_files))
+    sass_recs = sass_records([(fn, p) for fn, p in sass_files if os.path.exists(p)], chosen)
+    if cmd:
+        sass_missing = warp_pass_needed(a, sass_recs)
         if sass_missing is not None:
-            warp_raw = raw[:-len(".jsonl")] + ".warp.jsonl" if raw.endswith(".jsonl") else raw + ".warp"
+            warp_raw = beside(raw, "warp")
             warp_rc = warp_pass(a, cmd, warp_raw, sass_missing, context)
             if warp_rc != 0:
                 print(f"{TOOL}: the program exited with {warp_rc} in the warp pass", file=sys.stderr)
@@ -797,7 +932,6 @@ def run(argv):
         context["date"] = p.get("date", "")
         context.setdefault("command", p.get("command", ""))
     context_of(recs, context)
-    sass_recs = load(sass_raw) if sass_raw and os.path.exists(sass_raw) else None
     if sass_recs:
         sass_context(sass_recs, context)
     warp = None
