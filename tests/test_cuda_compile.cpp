@@ -42,6 +42,7 @@ ab::DeviceInfo reference_device(int cc) {
   d.image2d_max_height = 65536;
   d.peers = {1};  // a second GPU, so that the peer family builds its workloads
   ab::cuda_capabilities(d, cc / 10, cc % 10);
+  d.device_pointers = true;  // as describe_device() sets it, so that latency's chase_ptr kernels are built
   return d;
 }
 
