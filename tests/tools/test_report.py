@@ -126,6 +126,9 @@ def synthetic(device="Synthetic GPU", backend="opencl", scale=1.0, families=None
         add("scalability", "{family}/{backend}/{op}/threads:{threads}", {"flop_per_s": items * 1e6},
             op="host_threads", threads=items // 1024)
     add("latency", "{family}/{backend}/{op}/bytes:{bytes}", {"byte_per_s": 1e11}, op="chase_load", bytes=1 << 20)
+    for sm in (0, 3, 6, 131):
+        add("latency", "{family}/{backend}/{op}/bytes:{bytes}/sm:{sm}",
+            {"ns_per_access": 140.0 + sm / 10, "cycles_per_access": 270.0 + sm / 5}, op="chase_sm", bytes=1 << 22, sm=sm)
     for chains in (1, 4):
         add("parallelism", "{family}/{backend}/{op}/chains:{chains}/threads:{threads}", {"flop_per_s": 1e11 * chains},
             op="fma", chains=chains, threads=64)
@@ -190,7 +193,8 @@ class ReportTest(unittest.TestCase):
                      "host-transfers-by-size-and-memory-kind", "image-shapes", "builtins", "launch-latency",
                      "roofline-float", "topdown", "energy", "warp-shuffle", "work-item-and-work-group-search",
                      "host-thread-baseline", "pointer-chase-load-bandwidth",
-                     "instruction-against-thread-level-parallelism", "work-group-study-power"):
+                     "instruction-against-thread-level-parallelism", "work-group-study-power",
+                     "load-to-use-latency-per-sm"):
             self.assertIn(want, anchors)
         self.assertTrue(all(uri for _, uri in sections(html)), "every chart drawn")
         self.assertIn("device has no fp64", html)  # a failed benchmark is said under its chart

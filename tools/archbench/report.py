@@ -414,7 +414,12 @@ CHARTS = [
     Chart("latency", "Latency staircase", sweep("bytes", "ns_per_access", xbytes=True, logy=False, marks=cache_marks,
                                                 xlabel="working set"),
           "One work-item chasing a random cycle over the working set: ns per access, median of the repetitions; "
-          "dashed lines: the cache sizes in the context.", needs="ns_per_access"),
+          "dashed lines: the cache sizes in the context.", needs="ns_per_access", where={"sm": False}),
+    Chart("latency", "Load-to-use latency per SM", sweep("sm", "cycles_per_access", series=("bytes",), logx=False,
+                                                         logy=False, xlabel="SM"),
+          "The same chase on one chosen SM (CUDA): cycles per access on each SM, a line per working set; the "
+          "L2's latency grows with the SM's distance to it (the lowest is the nearest SM's).",
+          where={"op": ("chase_sm",)}, needs="cycles_per_access"),
     Chart("latency", "Pointer-chase load bandwidth", sweep("bytes", "byte_per_s", series=("op",), xbytes=True,
                                                           xlabel="working set"),
           "Many work-items chasing the same cycle from their own lines, as load bandwidth (seed 000 Fig. 6).",
