@@ -111,14 +111,15 @@ class TopDownTool(unittest.TestCase):
                      unprofiled_ns=9000),
                 {"type": "end", "profiled": 2, "unprofiled": 3, "unreplayable": 0, "passes": 7, "sample": 2,
                  "budget": 1, "over_budget": 3, "setup_s": 0.05, "replay_s": 0.03, "decode_s": 0.001,
-                 "prepare_s": 0.48, "prepare_wait_s": 0.02, "unprofiled_time": "CUPTI kernel activity records"}]
+                 "prepare_s": 0.48, "prepare_wait_s": 0.02, "enable_ahead_s": 0.21,
+                 "unprofiled_time": "CUPTI kernel activity records"}]
         p, j = self.run_tool(recs)
         self.assertEqual(p.returncode, 0, p.stderr)
         (s,) = j["kernels"]
         self.assertAlmostEqual(s["gpu_time_s"], 10000e-9)
         self.assertAlmostEqual(s["retire"], (0.2 * 100 + 0.8 * 9900) / 10000)
-        self.assertIn("made ahead on the library's thread beside the program: 0.48 s, of which the first profiled "
-                      "launch waited 0.02 s", p.stdout)
+        self.assertIn("made ahead on the library's threads beside the program: 0.48 s, its enable on the first "
+                      "context 0.21 s; the first profiled launch waited 0.02 s", p.stdout)
 
     def test_malformed_file_is_an_error_with_its_line(self):
         p, _ = self.run_tool([{"type": "process", "pid": 1}, {"type": "kernel", "name": "a"}])

@@ -247,7 +247,8 @@ def end_summary(recs, a):
                 "unprofiled_time": e.get("unprofiled_time", ""), "sample": e.get("sample", a.sample),
                 "budget": e.get("budget", 0), "over_budget": e.get("over_budget", 0),
                 "cost_s": {k: e[k + "_s"] for k in ("setup", "replay", "decode") if k + "_s" in e},
-                "prepare_s": e.get("prepare_s", -1), "prepare_wait_s": e.get("prepare_wait_s", 0)}
+                "prepare_s": e.get("prepare_s", -1), "prepare_wait_s": e.get("prepare_wait_s", 0),
+                "enable_ahead_s": e.get("enable_ahead_s", -1), "enable_ahead": e.get("enable_ahead", "")}
     return {}
 
 
@@ -266,9 +267,13 @@ def coverage(kernels, context):
     if cost:
         lines.append("profiling's time: " + ", ".join(f"{k} {v:.2f} s" for k, v in cost.items()))
     if context.get("prepare_s", -1) >= 0:
-        lines.append(f"CUPTI's host set-up made ahead on the library's thread beside the program: "
-                     f"{context['prepare_s']:.2f} s, of which the first profiled launch waited "
-                     f"{context.get('prepare_wait_s', 0):.2f} s (in set-up above)")
+        enable = context.get("enable_ahead_s", -1)
+        lines.append(f"CUPTI's host set-up made ahead on the library's threads beside the program: "
+                     f"{context['prepare_s']:.2f} s" + (f", its enable on the first context {enable:.2f} s" if enable >= 0
+                                                       else f" (enable on the first context: "
+                                                            f"{context.get('enable_ahead') or 'not done'})") +
+                     f"; the first profiled launch waited {context.get('prepare_wait_s', 0):.2f} s for them "
+                     "(in set-up above)")
     return "\n".join(lines)
 
 
@@ -314,9 +319,11 @@ def injection_options(ap):
                          "shape is profiled when the budget allows (default 1: about 2x the native time plus "
                          "CUPTI's set-up; 0: no limit, every launch the sampling picks is profiled)")
     ap.add_argument("--prepare", choices=("ahead", "launch"), default="ahead",
-                    help="when CUPTI's host side (the chip's host object and the counter set's configuration, "
-                         "about 0.5 s) is made: ahead (default), on a thread of the library from its load, while "
-                         "the program makes its context and data; launch: at the first profiled launch")
+                    help="when CUPTI's set-up (the chip's host object and the counter set's configuration, "
+                         "0.1-0.5 s, and the range profiler's enable and first session on the context, about "
+                         "0.3 s) is done: "
+                         "ahead (default), on threads of the library from its load and from the program's first "
+                         "context, while the program makes its data; launch: at the first profiled launch")
     ap.add_argument("--raw", help="keep the injection's raw records here (default: a temporary file)")
     ap.add_argument("--no-native", action="store_true", help="skip the native run (no overhead figure)")
     ap.add_argument("--lib", help="path of libarchbench_topdown.so")

@@ -1421,9 +1421,14 @@ void write_end(State& s) {  // s.mu held
         .unum("launched", launched.size()).unum("counted", launched.size() - n_missing).raw("counted_functions", counted + "]")
         .raw("missing_functions", missing + "]").unum("enables", s.sass_enables).unum("flushes", s.sass_flushes)
         .unum("late_functions", s.sass_late.size()).write(s.out);
-    sass_line = "SASS metrics (" + s.sass_strategy + (s.sass_lazy ? ", lazy" : ", eager") + " patching): counts for " +
-                std::to_string(launched.size() - n_missing) + " of " + std::to_string(launched.size()) + " launched functions" +
-                (n_missing ? "; none for " + names + (n_missing > 6 ? ", ..." : "") : "");
+    if (s.sass_strategy == "target")  // one function a run, by design: say whether it was counted
+      sass_line = "SASS metrics (target " + (s.sass_target.empty() ? std::string("1") : tr::demangle(s.sass_target.c_str())) +
+                  "): " + (launched.size() > n_missing ? "counted" : "no counts") + " (" +
+                  std::to_string(launched.size()) + " functions launched)";
+    else
+      sass_line = "SASS metrics (" + s.sass_strategy + (s.sass_lazy ? ", lazy" : ", eager") + " patching): counts for " +
+                  std::to_string(launched.size() - n_missing) + " of " + std::to_string(launched.size()) +
+                  " launched functions" + (n_missing ? "; none for " + names + (n_missing > 6 ? ", ..." : "") : "");
   }
   emit(s, std::move(tr::JsonLine("end").str("mode", s.mode).unum("pc_records", s.pc_records).unum("sass_records", s.sass_records)
       .unum("total_samples", s.samples).unum("dropped_samples", s.dropped).unum("non_user_samples", s.non_user)

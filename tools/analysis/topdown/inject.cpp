@@ -22,13 +22,18 @@
 //                             and the next profiled launch pays for a new one (about 14 ms on an H100)
 //   ARCHBENCH_TOPDOWN_WATCHDOG_S  seconds a profiled launch may replay before the library says
 //                             on stderr that it may never end (default 20)
-//   ARCHBENCH_TOPDOWN_PREPARE  1 (default): a thread of the library makes CUPTI's host side (the
-//                             chip's host object, the counter set's config image: about 0.5 s on an
-//                             H100, 1 s with cold caches) as soon as the library is loaded, while
-//                             the program makes its context and its data; the first profiled launch
-//                             waits only for what is left of it. 0: all of it at the first profiled
-//                             launch. The end line says how long the preparation took and how long
-//                             the first launch waited (prepare_s, prepare_wait_s).
+//   ARCHBENCH_TOPDOWN_PREPARE  1 (default): CUPTI's set-up is done ahead, on threads of the library,
+//                             while the program makes its context and its data: the host side (the
+//                             chip's host object, the counter set's config image: 0.1-0.5 s on an
+//                             H100) from the library's load, and as soon as the program's first
+//                             context exists, the range profiler enabled on it, configured and
+//                             primed (a first, empty session started and stopped: CUPTI's first
+//                             start took 0.2-0.3 s, later ones a few ms), while no launch is in its
+//                             call (launches hold a gate from their call's entry to its exit; one
+//                             that comes meanwhile waits). The first profiled launch waits only for
+//                             what is left of it. 0: all of it at the first profiled launch. The end
+//                             line says how long each took and how long the first launch waited
+//                             (prepare_s, enable_ahead_s, enable_ahead, prepare_wait_s).
 //   ARCHBENCH_TOPDOWN_METRICS "traffic": collect the traffic set instead (fixtures/meters/traffic.hpp:
 //                             bytes per level, flops by precision) and write it as each launch's
 //                             "traffic" object (archbench_roofline.py --program); default TopDown's.
@@ -54,6 +59,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <shared_mutex>
 #include <thread>
 #include <ctime>
 #include <map>
@@ -223,22 +229,35 @@ void choose_metrics(State& s, ab::RangeProfiler& p) {
 }
 
 // The host side made ahead (ARCHBENCH_TOPDOWN_PREPARE): a profiler without a context for device
-// 0, its counter set chosen, made on a thread of the library from the library's load on. The
-// first context of device 0 takes it; any other context makes its own.
+// 0, its counter set chosen, made on a thread of the library from the library's load on; and, as
+// soon as the program's first context exists, enabled on it by another such thread (when that
+// context is of device 0). That context's first profiled launch takes it; any other context
+// makes its own.
+// Launches hold it shared from their call's entry to its exit; the first context's priming holds
+// it alone (see enable_ahead).
+std::shared_timed_mutex g_gate;
+thread_local bool t_gated = false;
+
 struct Prepared {
   std::mutex mu;
   std::condition_variable cv;
   std::atomic<pid_t> pid{0};  // the process that started it (a forked child has no such thread, and
                               // never takes the lock, which the fork may have copied held)
-  bool running = false;       // started and not yet returned
+  bool running = false;       // the preparation: started and not yet returned
+  bool enabling = false;      // the enable on the first context: started and not yet returned
+  CUcontext ctx = nullptr;    // that context (the profiler is attached to it)
+  bool enabled = false;       // ... and enabled on it
   std::unique_ptr<ab::RangeProfiler> profiler;
-  std::string error;          // why it could not be made
-  std::uint64_t start_ns = 0, end_ns = 0, wait_ns = 0;
+  std::string error;          // why it could not be made or enabled
+  std::string enable_state = "no context yet";  // the enable ahead: enabled, or why not
+  std::uint64_t start_ns = 0, end_ns = 0, wait_ns = 0, enable_ns = 0;
 };
 Prepared& prepared() {
-  static Prepared* p = new Prepared;  // never destroyed: its thread may outlive exit's start
+  static Prepared* p = new Prepared;  // never destroyed: its threads may outlive exit's start
   return *p;
 }
+
+void finish();
 
 void prepare(State& s) {
   Prepared& pr = prepared();
@@ -256,16 +275,96 @@ void prepare(State& s) {
   pr.cv.notify_all();
 }
 
-// Waits for the preparation (at most `limit`; none in a forked child): true where it has returned.
+// Waits (at most `limit`; none in a forked child) for the preparation and the enable: true where
+// both have returned.
 bool prepared_wait(std::chrono::milliseconds limit) {
   Prepared& pr = prepared();
   if (pr.pid.load() != getpid()) return false;
   std::unique_lock<std::mutex> lk(pr.mu);
-  return pr.cv.wait_for(lk, limit, [&] { return !pr.running; });
+  return pr.cv.wait_for(lk, limit, [&] { return !pr.running && !pr.enabling; });
 }
 
-// The prepared profiler for a context of device `dev`: once, and only where it was made for it.
-std::unique_ptr<ab::RangeProfiler> take_prepared(CUdevice dev) {
+// On the library's thread: the prepared profiler enabled on the program's first context `ctx`
+// (made current on this thread only), if it is of device 0.
+void enable_ahead(CUcontext ctx) {
+  Prepared& pr = prepared();
+  ab::RangeProfiler* p = nullptr;
+  {
+    std::unique_lock<std::mutex> lk(pr.mu);
+    pr.cv.wait(lk, [&] { return !pr.running; });
+    p = pr.profiler.get();
+  }
+  const std::uint64_t t0 = tr::now_ns();
+  std::string error, state;
+  bool enabled = false;
+  CUdevice dev = -1;
+  const auto said = [](const char* what, CUresult r) {
+    const char* name = nullptr;
+    cuGetErrorName(r, &name);
+    return std::string(what) + " failed (" + (name ? name : std::to_string(int(r))) + ")";
+  };
+  if (!p) {
+    state = "not prepared";
+  } else if (CUresult r = cuCtxPushCurrent(ctx); r != CUDA_SUCCESS) {
+    state = said("cuCtxPushCurrent", r);
+  } else {
+    if (CUresult g = cuCtxGetDevice(&dev); g != CUDA_SUCCESS) {
+      state = said("cuCtxGetDevice", g);
+    } else if (dev != 0) {
+      state = "the first context is of device " + std::to_string(dev);
+    } else {
+      try {
+        p->attach(ctx);
+        // Primed (a first session started and stopped) only while no launch is in a call: the
+        // launches hold the gate from their call's entry to its exit, and one that comes meanwhile
+        // waits for it. A launch already in its call may itself wait for this thread (its first
+        // profiled launch waits for the preparation): then only configured, after 50 ms at most.
+        std::unique_lock<std::shared_timed_mutex> gate(g_gate, std::defer_lock);
+        if (gate.try_lock_for(std::chrono::milliseconds(50))) {
+          p->prime(kRangesPerFlush);
+          state = "enabled, primed and configured";
+        } else {
+          p->prepare_start(kRangesPerFlush);
+          state = "enabled and configured (a launch was in its call: not primed)";
+        }
+        enabled = true;
+      } catch (const std::exception& e) {
+        error = e.what(), state = "enable failed";
+      }
+    }
+    CUcontext popped = nullptr;
+    cuCtxPopCurrent(&popped);
+  }
+  std::lock_guard<std::mutex> lk(pr.mu);
+  pr.enabled = enabled, pr.enable_ns = tr::now_ns() - t0, pr.enabling = false, pr.enable_state = state;
+  if (!enabled) pr.ctx = nullptr;  // not this context's: the first profiled launch attaches it (device 0)
+  if (!error.empty()) pr.error = "enable: " + error;
+  pr.cv.notify_all();
+}
+
+// A new context: the first one gets the prepared profiler enabled on it, by a thread of the library.
+void on_context_created(CUcontext ctx) {
+  Prepared& pr = prepared();
+  if (pr.pid.load() != getpid()) return;
+  std::lock_guard<std::mutex> lk(pr.mu);
+  if (pr.ctx || pr.enabling || (!pr.running && !pr.profiler)) return;
+  pr.ctx = ctx, pr.enabling = true, pr.enable_state = "started";
+  if (!tr::spawn_quiet([ctx] { enable_ahead(ctx); }))
+    pr.ctx = nullptr, pr.enabling = false, pr.enable_state = "no thread";
+}
+
+// Context `ctx` is being destroyed: a prepared profiler enabled on it and never taken is left (not
+// torn down, as at exit), and no later context gets one.
+void forget_prepared(CUcontext ctx) {
+  Prepared& pr = prepared();
+  if (!prepared_wait(std::chrono::seconds(10))) return;
+  std::lock_guard<std::mutex> lk(pr.mu);
+  if (pr.ctx == ctx && pr.profiler) (void)pr.profiler.release();
+}
+
+// The prepared profiler for context `ctx` of device `dev`: once, and only where it was made for
+// it (enabled on it, or not yet attached to any context).
+std::unique_ptr<ab::RangeProfiler> take_prepared(CUcontext ctx, CUdevice dev) {
   Prepared& pr = prepared();
   const std::uint64_t t0 = tr::now_ns();
   if (dev != 0 || !prepared_wait(std::chrono::minutes(2))) return nullptr;
@@ -275,6 +374,9 @@ std::unique_ptr<ab::RangeProfiler> take_prepared(CUdevice dev) {
     std::fprintf(stderr, "archbench-topdown: the profiler made ahead failed (%s); making it for the context\n",
                  pr.error.c_str());
   pr.error.clear();
+  if (pr.ctx && pr.ctx != ctx) return nullptr;  // enabled on another context
+  if (pr.profiler && !pr.ctx) pr.profiler->attach(ctx);
+  pr.ctx = ctx;
   return std::move(pr.profiler);
 }
 
@@ -286,11 +388,9 @@ ab::RangeProfiler* profiler_for(State& s, CUcontext ctx, Context& c) {
   try {
     CUdevice dev = 0;
     if (cuCtxGetDevice(&dev) != CUDA_SUCCESS) throw std::runtime_error("cuCtxGetDevice failed");
-    std::unique_ptr<ab::RangeProfiler> p = c.prepared_failed ? nullptr : take_prepared(dev);
+    std::unique_ptr<ab::RangeProfiler> p = c.prepared_failed ? nullptr : take_prepared(ctx, dev);
     c.prepared = p != nullptr;
-    if (p) {
-      p->attach(ctx);
-    } else {
+    if (!p) {
       p = std::make_unique<ab::RangeProfiler>(ctx, static_cast<int>(dev));
       tr::exit_first(finish);  // again: the profiler's host objects exist now
       choose_metrics(s, *p);
@@ -555,6 +655,16 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
     t_runtime_corr = cb->callbackSite == CUPTI_API_ENTER ? cb->correlationId : 0;
     return;
   }
+  // A launch call holds the gate shared from its entry to its exit (one pair a thread at a time).
+  const bool launch = domain == CUPTI_CB_DOMAIN_DRIVER_API && !one_of(id, kSyncs);
+  const bool entry = launch && static_cast<const CUpti_CallbackData*>(data)->callbackSite == CUPTI_API_ENTER;
+  if (entry && !t_gated) g_gate.lock_shared(), t_gated = true;
+  struct Ungate {
+    bool exit;
+    ~Ungate() {
+      if (exit && t_gated) t_gated = false, g_gate.unlock_shared();
+    }
+  } ungate{launch && !entry};
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API && one_of(id, kSyncs)) {
@@ -565,8 +675,11 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
       flush(s, cb->context, it->second);
   } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     on_launch(s, static_cast<const CUpti_CallbackData*>(data), id);
+  } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
+    on_context_created(static_cast<const CUpti_ResourceData*>(data)->context);
   } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
     const auto* r = static_cast<const CUpti_ResourceData*>(data);
+    forget_prepared(r->context);
     auto it = s.contexts.find(r->context);
     if (it != s.contexts.end()) {
       flush(s, r->context, it->second);
@@ -591,11 +704,16 @@ void finish() {
   // frees them.
   for (auto& [ctx, c] : s.contexts) flush(s, ctx, c);
   s.done = true;
-  double prepare_s = -1, prepare_wait_s = 0;  // -1: not prepared ahead (or not returned)
+  double prepare_s = -1, prepare_wait_s = 0, enable_ahead_s = -1;  // -1: not done ahead (or not returned)
+  std::string enable_state;
   {
     Prepared& pr = prepared();
     std::unique_lock<std::mutex> lk(pr.mu, std::defer_lock);
-    if (pr.pid.load() == getpid() && lk.try_lock() && pr.end_ns) prepare_s = (pr.end_ns - pr.start_ns) * 1e-9, prepare_wait_s = pr.wait_ns * 1e-9;
+    if (pr.pid.load() == getpid() && lk.try_lock() && pr.end_ns) {
+      prepare_s = (pr.end_ns - pr.start_ns) * 1e-9, prepare_wait_s = pr.wait_ns * 1e-9;
+      if (pr.enabled) enable_ahead_s = pr.enable_ns * 1e-9;
+      enable_state = pr.enable_state;
+    }
   }
   std::map<std::string, Activity::Time> times;
   {
@@ -625,6 +743,7 @@ void finish() {
       .raw("budget", number(s.budget)).unum("over_budget", s.over_budget).unum("sessions", s.sessions).raw("setup_s", number(s.setup_ns * 1e-9))
       .raw("replay_s", number(s.replay_ns * 1e-9)).raw("decode_s", number(s.decode_ns * 1e-9))
       .raw("prepare_s", number(prepare_s)).raw("prepare_wait_s", number(prepare_wait_s))
+      .raw("enable_ahead_s", number(enable_ahead_s)).str("enable_ahead", enable_state)
       .unum("end_ns", tr::now_ns()).write(s.out);
   std::fflush(s.out);
   std::fprintf(stderr, "archbench-topdown: %llu launches profiled, %llu not (%zu passes: set-up %.2f s, "
@@ -705,6 +824,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   }
   for (CUpti_CallbackId id : kSyncs) cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
   cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+  cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
   tr::exit_first(finish);  // before CUPTI's own objects go (see there)
   return 1;
 }
