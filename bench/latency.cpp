@@ -3,9 +3,9 @@
 // work-items at once, as load bandwidth over the working set (seed 000 Fig. 6).
 // chase_sm (devices whose SMs have ids, CUDA): the same chase over a working set in L2, run on
 // one chosen SM at a time. L2 latency depends on the SM's distance to the L2 on the chip (H100:
-// about 266 cycles from the nearest SM, 296 from the farthest), so the plain chase, on whatever
-// SM the scheduler picks, moves between runs; per SM, the nearest, median and farthest are
-// measured and reproducible. Names: latency/cuda/chase_sm/bytes:N/sm:S.
+// 268.8 cycles from the nearest SM, 281.3 the median, 300.3 the farthest), so the plain chase,
+// on whatever SM the scheduler picks, moves between runs; per SM, the nearest, median and
+// farthest are measured and reproducible. Names: latency/cuda/chase_sm/bytes:N/sm:S.
 #include <cstdint>
 #include <cmath>
 

@@ -3,7 +3,7 @@
 // working set, so every hop waits for the last; the last index is stored so nothing is dead.
 // The loads are plain global loads through L1 and L2, as in the OpenCL kernel.
 // chase_ptr_sm (CUDA only) runs the same walk on one chosen SM: the L2 is spread over the chip,
-// so its load-to-use latency depends on the SM's distance to it (on the H100, about 266 to 296
+// so its load-to-use latency depends on the SM's distance to it (on the H100, 268.8 to 300.3
 // cycles), and a walk on whatever SM the scheduler picks measures a different point each run.
 #include "archbench.cuh"
 

@@ -609,7 +609,7 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
       std::fprintf(stderr, "archbench-topdown: the profiler made ahead cannot start (%s); making it for the "
                    "context\n", e.what());
       c.prepared_failed = true;
-      (void)c.profiler.release();  // left, not torn down (see finish)
+      c.profiler.reset();  // disabled on the context, so that the context's own can be enabled there
       p = profiler_for(s, cb->context, c);
     }
     try {
