@@ -14,7 +14,7 @@ within the overhead budget (--budget), with no cap a kernel unless --max-launche
 the others run natively: their GPU time, from CUPTI's kernel activity records, weights the
 profiled ones (a shape with no profiled launch counts with its kernel's nearest profiled shape),
 so a kernel's fractions are its profiled launches' and the totals weight kernels by all their GPU
-time. CUPTI's host set-up is made on a thread of the library while the program starts (--prepare).
+time. CUPTI's set-up is done on threads of the library while the program starts (--prepare).
 A launch that cannot be replayed (an argument in host memory: the kernel may wait for a flag the
 host sets later, and a replay cannot restore host memory) runs natively and is listed as such.
 The overhead is the ratio of the two wall times. The TopDown
@@ -169,20 +169,17 @@ def launch_weights(recs, key="topdown"):
             rest = float(sh["unprofiled_ns"])
         else:  # no activity records: the profiled mean for each launch not profiled
             rest = others * (profiled_ns / len(ks)) if ks else float(sh.get("unprofiled_ns", 0.0))
-        shape_ns[shape_key(sh)] = (sh, profiled_ns + rest)
+        shape_ns[shape_key(sh)] = profiled_ns + rest
         n, t = totals.get(sh["name"], (0, 0.0))
         totals[sh["name"]] = (n + int(sh["launches"]), t + profiled_ns + rest)
-    stands_for = {key: ns for key, (_, ns) in shape_ns.items() if key in by_shape}
-    for key, (sh, ns) in shape_ns.items():
-        if key in by_shape:
-            continue
-        near = [k for k in stands_for if k[0] == key[0]]
-        if near:
-            stands_for[min(near, key=lambda k: distance(k, key))] += ns
-    for key, ns in stands_for.items():
-        ks = by_shape[key]
-        for k in ks:
-            weights[k["seq"]] = ns / len(ks)
+    stands_for = {shape: ns for shape, ns in shape_ns.items() if shape in by_shape}
+    for shape, ns in shape_ns.items():
+        near = [p for p in stands_for if p[0] == shape[0]]
+        if shape not in by_shape and near:
+            stands_for[min(near, key=lambda p: distance(p, shape))] += ns
+    for shape, ns in stands_for.items():
+        for k in by_shape[shape]:
+            weights[k["seq"]] = ns / len(by_shape[shape])
     return weights, totals
 
 
@@ -369,7 +366,7 @@ def profile(a, cmd, context, tool, metric_set=""):
                 "ARCHBENCH_TOPDOWN_KERNEL": a.kernel or "", "ARCHBENCH_TOPDOWN_MAX": str(a.max_launches),
                 "ARCHBENCH_TOPDOWN_SAMPLE": str(a.sample), "ARCHBENCH_TOPDOWN_METRICS": metric_set,
                 "ARCHBENCH_TOPDOWN_BUDGET": str(a.budget),
-                "ARCHBENCH_TOPDOWN_PREPARE": "1" if getattr(a, "prepare", "ahead") == "ahead" else "0"})
+                "ARCHBENCH_TOPDOWN_PREPARE": "1" if a.prepare == "ahead" else "0"})
     rc, profiled_s = timed(cmd, env)
     context["profiled_s"] = profiled_s
     if "native_s" in context and context["native_s"] > 0:
