@@ -243,6 +243,7 @@ struct Prepared {
   std::condition_variable cv;
   std::atomic<pid_t> pid{0};  // the process that started it (a forked child has no such thread, and
                               // never takes the lock, which the fork may have copied held)
+  bool injection_done = false;  // InitializeInjection has returned (the program's cuInit goes on)
   bool running = false;       // the preparation: started and not yet returned
   bool enabling = false;      // the enable on the first context: started and not yet returned
   CUcontext ctx = nullptr;    // that context (the profiler is attached to it)
@@ -263,7 +264,20 @@ void prepare(State& s) {
   Prepared& pr = prepared();
   std::unique_ptr<ab::RangeProfiler> p;
   std::string error;
+  // The driver's initialisation is the program's cuInit, which loaded this library: let it return,
+  // then have the driver ready here (as the timeline's setup thread does); before that CUPTI names
+  // the chip "Unknown" (seen on a fresh H100 machine: CUPTI_ERROR_INVALID_CHIP_NAME).
+  {
+    std::unique_lock<std::mutex> lk(pr.mu);
+    pr.cv.wait_for(lk, std::chrono::seconds(10), [&] { return pr.injection_done; });
+  }
+  CUresult r = CUDA_ERROR_NOT_INITIALIZED;
+  for (int i = 0; i < 100 && (r = cuInit(0)) != CUDA_SUCCESS && r != CUDA_ERROR_NO_DEVICE &&
+                  r != CUDA_ERROR_SYSTEM_DRIVER_MISMATCH && r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_STUB_LIBRARY;
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   try {
+    if (r != CUDA_SUCCESS) throw std::runtime_error("cuInit failed (" + std::to_string(int(r)) + ")");
     p = std::make_unique<ab::RangeProfiler>(nullptr, 0);
     tr::exit_first(finish);  // again: CUPTI's host objects exist now
     choose_metrics(s, *p);
@@ -826,5 +840,11 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
   cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
   tr::exit_first(finish);  // before CUPTI's own objects go (see there)
+  {
+    Prepared& pr = prepared();
+    std::lock_guard<std::mutex> lk(pr.mu);
+    pr.injection_done = true;
+    pr.cv.notify_all();
+  }
   return 1;
 }
