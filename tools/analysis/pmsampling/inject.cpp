@@ -1527,11 +1527,7 @@ void setup_main() {
     s.ctl_cv.wait_for(lk, std::chrono::seconds(10), [&] { return s.injection_done || s.stop_thread; });
     s.phase = Phase::preparing;
   }
-  CUresult r = CUDA_ERROR_NOT_INITIALIZED;
-  for (int i = 0; i < 100 && (r = cuInit(0)) != CUDA_SUCCESS && r != CUDA_ERROR_NO_DEVICE &&
-                  r != CUDA_ERROR_SYSTEM_DRIVER_MISMATCH && r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_STUB_LIBRARY;
-       ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const CUresult r = tr::driver_ready();
   t.lap("cu_init_ns");
   std::unique_ptr<Prep> prep;
   std::string error;

@@ -271,11 +271,7 @@ void prepare(State& s) {
     std::unique_lock<std::mutex> lk(pr.mu);
     pr.cv.wait_for(lk, std::chrono::seconds(10), [&] { return pr.injection_done; });
   }
-  CUresult r = CUDA_ERROR_NOT_INITIALIZED;
-  for (int i = 0; i < 100 && (r = cuInit(0)) != CUDA_SUCCESS && r != CUDA_ERROR_NO_DEVICE &&
-                  r != CUDA_ERROR_SYSTEM_DRIVER_MISMATCH && r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_STUB_LIBRARY;
-       ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  const CUresult r = tr::driver_ready();
   try {
     if (r != CUDA_SUCCESS) throw std::runtime_error("cuInit failed (" + std::to_string(int(r)) + ")");
     p = std::make_unique<ab::RangeProfiler>(nullptr, 0);

@@ -3,11 +3,28 @@
 // decode or drain what they collected, so that little is left for the exit). Header-only: only
 // the libraries built with CUPTI include it.
 #pragma once
+#include <cuda.h>
+
+#include <chrono>
 #include <cstddef>
+#include <thread>
 
 #include <cupti.h>
 
 namespace archbench::trace {
+
+// On a thread of an injection library, after its InitializeInjection has returned (which the
+// program's cuInit, the call that loaded it, waits for): the driver initialised here, retried for
+// up to 0.5 s while that cuInit finishes; CUDA_SUCCESS, or the error that says there is no driver
+// or device to wait for. Before it, CUPTI cannot name the chip ("Unknown").
+inline CUresult driver_ready() {
+  CUresult r = CUDA_ERROR_NOT_INITIALIZED;
+  for (int i = 0; i < 100 && (r = cuInit(0)) != CUDA_SUCCESS && r != CUDA_ERROR_NO_DEVICE &&
+                  r != CUDA_ERROR_SYSTEM_DRIVER_MISMATCH && r != CUDA_ERROR_NOT_SUPPORTED && r != CUDA_ERROR_STUB_LIBRARY;
+       ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  return r;
+}
 
 inline constexpr CUpti_CallbackId kSyncs[] = {
     CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize,       CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize_v2,
