@@ -714,10 +714,12 @@ def run(argv):
     ap.add_argument("--decode-ms", type=int, help="time between two decodes of the hardware buffer (default 20)")
     ap.add_argument("--hw-buffer-mb", type=int,
                     help="CUPTI's hardware buffer for samples (default: 8 decode periods' samples, 32 to 512 MB)")
-    ap.add_argument("--start", choices=("context", "launch", "sync"),
-                    help="when the library starts sampling: context (default: prepared as the library loads, "
-                         "started on the first context's device, the first launch waiting for it), launch (the "
-                         "device part at the first launch) or sync (everything at the first launch)")
+    ap.add_argument("--start", choices=("early", "context", "launch", "sync"),
+                    help="when the library starts sampling: early (default: prepared as the library loads and "
+                         "started at once where the process sees one device, ahead of the program's context; "
+                         "else as context), context (started on the first context's device), launch (the "
+                         "device part at the first launch) or sync (everything at the first launch); the first "
+                         "launch waits for the start")
     ap.add_argument("--no-wait", action="store_true",
                     help="the program's launches do not wait for the sampling to start (by default the first one "
                          "waits, 0.12-0.2 s on an H100): less overhead, and the kernels that ran before the start "

@@ -29,15 +29,16 @@
 // host object (whose first initialisation, libnvperf_host's, took 0.4-0.5 s on a build
 // machine).
 //
-// Start: by default (ARCHBENCH_PM_START=context) a thread of the library prepares everything as
-// soon as the library is loaded (the driver's initialisation, the chip, the counter availability,
-// the set and its config image), while the program goes on creating its context, and starts the
-// sampling on the device of the program's first context as soon as it exists; the program's
-// first kernel launch waits for that (at most ARCHBENCH_PM_WAIT_S; a `wait` record says how
-// long), so that no kernel goes unsampled. With ARCHBENCH_PM_WAIT_S=0 the launches go on (the
-// start came 0.12-0.2 s after the context on an H100, most of a short program's overhead), and
-// the kernels that ran before it have no samples: the report counts them (BabelStream, mixbench
-// and the CG solver ran all their kernels in that time). With a cached config image the host
+// Start: a thread of the library prepares everything as soon as the library is loaded (the
+// driver's initialisation, the chip, the counter availability, the set and its config image),
+// while the program goes on creating its context. By default (ARCHBENCH_PM_START=early), where
+// the process sees one device, it then starts the sampling there at once, ahead of the program's
+// context (PM sampling is the device's); with several devices, or where that start fails, it
+// starts on the device of the program's first context as soon as that exists (`context`, which
+// started 0.12-0.2 s after the context on an H100). The program's first kernel launch waits for
+// the start (at most ARCHBENCH_PM_WAIT_S; a `wait` record says how long), so that no kernel goes
+// unsampled. With ARCHBENCH_PM_WAIT_S=0 the launches go on, and the kernels that ran before the
+// start have no samples: the report counts them. With a cached config image the host
 // object (to evaluate samples) is built on a second thread meanwhile; samples decoded before it
 // is there are set aside and evaluated when it is. `launch`: the device part at the first launch (a process that creates a context but
 // launches nothing leaves the device to others); `sync`: everything at the first launch, on the
@@ -61,7 +62,7 @@
 //   ARCHBENCH_PM_OUT           output file (default ./pmsampling-<pid>.jsonl)
 //   ARCHBENCH_PM_INTERVAL_US   sampling interval in microseconds (default 100)
 //   ARCHBENCH_PM_DECODE_MS     time between two decodes of the hardware buffer (default 20)
-//   ARCHBENCH_PM_START         context (default), launch or sync (see above)
+//   ARCHBENCH_PM_START         early (default), context, launch or sync (see above)
 //   ARCHBENCH_PM_WAIT_S        at most this long a first launch waits for the start (default 10;
 //                              0: it does not wait)
 //   ARCHBENCH_PM_HW_BUFFER_MB  CUPTI's hardware buffer (default: 8 decodes' samples at the counter
@@ -219,7 +220,7 @@ struct Settings {
   std::uint32_t max_samples = 0;  // 0: from the interval and the decode period
   bool keep_latest = false, kernels = true, disable = true;
   double wait_s = 10;
-  std::string start = "context";  // context, launch or sync
+  std::string start = "early";  // early, context, launch or sync
   std::string metrics, cache;
 };
 
@@ -1516,6 +1517,36 @@ void start_device(State& s, Prep& prep, Times& t, const std::string& start_how) 
                double(s.cfg.interval_ns) / 1e3, metrics.size(), q.c_str());
 }
 
+// ARCHBENCH_PM_START=early: where the process sees one device and no context has asked yet, the
+// sampling starts there now, ahead of the program's context (PM sampling is the device's, not a
+// context's), so that the program's context creation and its first steps hide CUPTI's enable and
+// set-up (0.1-0.15 s on an H100, on the first launch's path otherwise). Where it sees several
+// devices, or the start fails, it waits for the first context as `context` does (said in the
+// config record's `start`). Returns how the start was made, or why not ahead.
+std::string start_early(State& s, Prep& prep, Times& t) {
+  int count = 0;
+  if (cuDeviceGetCount(&count) != CUDA_SUCCESS || count != 1)
+    return "context (not ahead: " + std::to_string(count) + " devices, the first context's sampled)";
+  {
+    std::lock_guard<std::mutex> lk(s.ctl_mu);
+    if (s.want_device >= 0 || s.stop_thread) return "context (a context came first)";
+    s.want_device = int(prep.ordinal);  // a context created meanwhile is only recorded (ask_for)
+    s.trigger = "library loaded (one device)";
+    s.trigger_ns = tr::now_ns();
+    s.phase = Phase::starting;
+  }
+  try {
+    start_device(s, prep, t, "early (one device, ahead of the program's context)");
+    return std::string();
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> lk(s.ctl_mu);
+    if (!s.ctx) s.want_device = -1;  // the first context will ask again
+    else s.trigger = "context created";  // it asked meanwhile
+    s.phase = Phase::prepared;
+    return std::string("context (not ahead: ") + e.what() + ")";
+  }
+}
+
 // The library's thread (ARCHBENCH_PM_START context or launch): prepares as soon as the driver is
 // initialised, starts the sampling on the device asked for (the first context's, or the first
 // launch's), then decodes until the end.
@@ -1544,7 +1575,10 @@ void setup_main() {
   }
   int device = -1;
   std::string start_how = s.cfg.start;
-  {
+  if (prep && s.cfg.start == "early") start_how = start_early(s, *prep, t);
+  if (s.sampling) {
+    device = int(prep->ordinal);
+  } else {
     std::unique_lock<std::mutex> lk(s.ctl_mu);
     if (prep) {
       s.phase = Phase::prepared;
@@ -1561,7 +1595,7 @@ void setup_main() {
   if (!error.empty()) {
     if (r == CUDA_SUCCESS) fail(s, error);
     else emit(s, std::move(tr::JsonLine("error").str("reason", error).unum("host_ns", tr::now_ns())), true);
-  } else if (device >= 0) {
+  } else if (device >= 0 && !s.sampling) {
     try {
       if (std::uint32_t(device) != prep->ordinal) prep = prepare(s, std::uint32_t(device), t);
       start_device(s, *prep, t, start_how);
@@ -1710,7 +1744,10 @@ void ask_for(State& s, CUcontext ctx, const char* trigger) {
   std::uint32_t ordinal = 0;
   if (cuptiGetDeviceId(ctx, &ordinal) != CUPTI_SUCCESS) return;
   std::lock_guard<std::mutex> lk(s.ctl_mu);
-  if (s.want_device >= 0) return;
+  if (s.want_device >= 0) {  // started early, or starting: the first context on that device is the one sampled
+    if (!s.ctx && int(ordinal) == s.want_device) s.ctx = ctx;
+    return;
+  }
   s.want_device = int(ordinal);
   s.want_ctx = ctx;
   s.ctx = ctx;
@@ -1803,7 +1840,7 @@ void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, 
     if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
       on_launch(s, static_cast<const CUpti_CallbackData*>(data), id);
     } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) {
-      if (s.cfg.start == "context") ask_for(s, static_cast<const CUpti_ResourceData*>(data)->context, "context created");
+      if (s.cfg.start == "context" || s.cfg.start == "early") ask_for(s, static_cast<const CUpti_ResourceData*>(data)->context, "context created");
     } else if (domain == CUPTI_CB_DOMAIN_RESOURCE && id == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
       const auto* r = static_cast<const CUpti_ResourceData*>(data);
       if (s.sampling && r->context == s.ctx) finish("context destroyed", 3);  // the program waits here
@@ -1832,8 +1869,9 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   if (const char* e = std::getenv("ARCHBENCH_PM_METRICS")) c.metrics = e;
   if (const char* e = std::getenv("ARCHBENCH_PM_CACHE")) c.cache = e;
   if (const char* e = std::getenv("ARCHBENCH_PM_START"); e && *e) {
-    if (std::string(e) == "context" || std::string(e) == "launch" || std::string(e) == "sync") c.start = e;
-    else std::fprintf(stderr, "%s: ARCHBENCH_PM_START=%s is not context, launch or sync; using context\n", kTag, e);
+    const std::string v = e;
+    if (v == "early" || v == "context" || v == "launch" || v == "sync") c.start = v;
+    else std::fprintf(stderr, "%s: ARCHBENCH_PM_START=%s is not early, context, launch or sync; using early\n", kTag, e);
   }
   const char* path = std::getenv("ARCHBENCH_PM_OUT");
   s.out_path = path && *path ? path : "pmsampling-" + std::to_string(getpid()) + ".jsonl";
