@@ -8,10 +8,12 @@ interval (libarchbench_pmsampling.so, tools/analysis/pmsampling/inject.cpp).
 The program runs natively (wall time), then with the library injected (CUDA_INJECTION64_PATH); the
 overhead is the ratio of the two wall times, taken apart from the library's own timings (its start:
 what the first launch waited for, what ran beside the program; its end: flush, stop, last decode).
-The first launch waits for the sampling to start (0.12-0.2 s after the program's context on an H100,
-with the chip's counter set cached) so that no kernel goes unsampled; with --no-wait the launches go
-on and the kernels that ran before the start are counted as unsampled (a long run's first moments;
-BabelStream, mixbench and the CG solver ran all their kernels in that time).
+Where the process sees one device the sampling starts ahead of the program's context (PM sampling is
+the device's), else on the first context's device; the first launch waits for the start (0-0.1 s on
+an H100 with the chip's counter set cached; 0.11-0.15 s when started on the context) so that no
+kernel goes unsampled; with --no-wait the launches go on and the kernels that ran before the start
+are counted as unsampled. Each sample costs CUPTI about 40 us to decode: --interval-us 1000 samples
+a tenth as often for a tenth of that (on 0.5 s programs 1.3x against 1.4x at the default 100 us).
 The library samples the counters TopDown level 1 needs that fit in one pass and says which level-1
 quantities that allows and what is approximated: retire, divergence, and frontend and backend
 where every stall reason is counted; where only some are (with the active warps), frontend or
@@ -468,8 +470,8 @@ def text_report(res, by_invocation=False):
         b = c.get("before_sampling") or {}
         if b.get("launches") and not res["errors"]:
             return (f"no PM sampling took place: the program's {b['launches']} kernels ({1e3 * b['gpu_time_s']:.3f} ms) "
-                    "ran, and it exited, before the sampling had started (0.3 s after its context on an H100, more on a "
-                    "chip's first run, which searches its counters); without --no-wait the first launch waits for it")
+                    "ran, and it exited, before the sampling had started (0.3 s after the library loaded on an H100, more "
+                    "on a chip's first run, which searches its counters); without --no-wait the first launch waits for it")
         return "no PM sampling took place" + (": " + "; ".join(res["errors"]) if res["errors"] else
                                               " (the program launched no kernel)")
     span = (c["last_s"] - c["first_s"]) if c["samples"] else 0.0
@@ -710,7 +712,8 @@ def sample_run(a, cmd, context):
 def run(argv):
     ap = argparse.ArgumentParser(prog="archbench_topdown.py --timeline", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--interval-us", type=float, default=100.0, help="sampling interval in microseconds (default 100)")
+    ap.add_argument("--interval-us", type=float, default=100.0, help="sampling interval in microseconds (default 100; CUPTI takes about 40 us to decode each sample, "
+                         "on the library's thread: 1000 for a tenth of that on long or short runs)")
     ap.add_argument("--decode-ms", type=int, help="time between two decodes of the hardware buffer (default 20)")
     ap.add_argument("--hw-buffer-mb", type=int,
                     help="CUPTI's hardware buffer for samples (default: 8 decode periods' samples, 32 to 512 MB)")
@@ -722,8 +725,8 @@ def run(argv):
                          "launch waits for the start")
     ap.add_argument("--no-wait", action="store_true",
                     help="the program's launches do not wait for the sampling to start (by default the first one "
-                         "waits, 0.12-0.2 s on an H100): less overhead, and the kernels that ran before the start "
-                         "are counted as unsampled (for long runs)")
+                         "waits for what is left of it, up to 0.1 s on an H100): the kernels that ran before the "
+                         "start are counted as unsampled")
     ap.add_argument("--stall-split", metavar="TOPDOWN.json",
                     help="share each kernel's stall out between frontend and backend as this kernel-replay TopDown "
                          "(archbench_topdown.py --json) of the same program found (an approximation, said)")
