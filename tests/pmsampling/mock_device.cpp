@@ -3,8 +3,9 @@
 // (a fake H100 that takes 30 ms to enable PM sampling and 10 ms to configure it, and completes 3
 // samples of known counters a decode), while the Profiler Host API is libcupti's own, so the
 // one-pass search, the cache and the host object are real. The program plays a CUDA program:
-// InitializeInjection (as cuInit would), a context created after `ctx_ms` (unless "nocontext"),
-// three launches, exit. tests/pmsampling/pmsampling_host.py runs it and reads its records.
+// InitializeInjection (as cuInit would), a context created after `ctx_ms` (unless "nocontext"; with
+// FAKE_CONTEXT_AFTER_START, not before the sampling has started), three launches, exit. FAKE_DEVICES
+// is the number of devices the process sees (default 1). tests/pmsampling/pmsampling_host.py runs it and reads its records.
 #include <cuda.h>
 #include <cupti.h>
 #include <cupti_pmsampling.h>
@@ -16,6 +17,8 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -30,6 +33,11 @@ void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms
 extern "C" {
 CUresult cuInit(unsigned) { fake::sleep_ms(20); return CUDA_SUCCESS; }
 CUresult cuDeviceGet(CUdevice* d, int ordinal) { *d = ordinal; return CUDA_SUCCESS; }
+CUresult cuDeviceGetCount(int* n) {  // FAKE_DEVICES (default 1)
+  const char* e = std::getenv("FAKE_DEVICES");
+  *n = e ? std::atoi(e) : 1;
+  return CUDA_SUCCESS;
+}
 CUresult cuDeviceGetName(char* n, int len, CUdevice) { std::strncpy(n, "Fake H100", len); return CUDA_SUCCESS; }
 CUresult cuDeviceGetPCIBusId(char* n, int len, CUdevice) { std::strncpy(n, "0000:00:06.0", len); return CUDA_SUCCESS; }
 CUresult cuGetErrorName(CUresult, const char** s) { *s = "CUDA_ERROR_FAKE"; return CUDA_SUCCESS; }
@@ -109,6 +117,14 @@ int main(int argc, char** argv) {
   const bool context = !(argc > 2 && std::string(argv[2]) == "nocontext");
   if (!InitializeInjection() || !fake::callback) return 1;
   fake::sleep_ms(ctx_ms);  // the program's context creation
+  if (std::getenv("FAKE_CONTEXT_AFTER_START")) {  // made only once the library's config record is out
+    const char* out = std::getenv("ARCHBENCH_PM_OUT");
+    for (int i = 0; i < 2000 && out; ++i, fake::sleep_ms(10)) {
+      std::ifstream f(out);
+      const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      if (text.find("\"type\":\"config\"") != std::string::npos) break;
+    }
+  }
   CUpti_ResourceData rd{};
   rd.context = reinterpret_cast<CUcontext>(&fake::object);
   if (context) fake::callback(nullptr, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);

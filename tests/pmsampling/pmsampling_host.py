@@ -10,6 +10,8 @@ source with the device side faked and the Profiler Host API real, run as a CUDA 
     a `host` record), so its first launch waits less than the first run's did;
   - with ARCHBENCH_PM_WAIT_S=0 the first launch does not wait: a `wait` record of 0 ns marked
     no_wait, and the run is sampled from the start on;
+  - by default (early) the sampling starts before the program's context where the process sees one
+    device, and on the first context's device where it sees two (the config record says why);
   - ARCHBENCH_PM_START=launch and sync start at the first launch; every run's samples carry the
     known fractions (retire 0.375, divergence 0.175, stall 0.45) and its records the library's
     times (setup, wait, exit);
@@ -23,8 +25,8 @@ import sys
 import tempfile
 
 
-def run(mock, out, cache, *args, start=None, wait=None):
-    env = dict(os.environ, ARCHBENCH_PM_OUT=out, ARCHBENCH_PM_CACHE=cache)
+def run(mock, out, cache, *args, start=None, wait=None, env_extra=None):
+    env = dict(os.environ, ARCHBENCH_PM_OUT=out, ARCHBENCH_PM_CACHE=cache, **(env_extra or {}))
     env.pop("ARCHBENCH_PM_WAIT_S", None)
     if wait is not None:  # "0": the launches do not wait (archbench_topdown.py --timeline --no-wait)
         env["ARCHBENCH_PM_WAIT_S"] = wait
@@ -57,7 +59,8 @@ def main():
         expect(p.returncode == 0, f"{name}: the program exited with {p.returncode}: {p.stderr}")
         cfg, end, wait = recs.get("config", [{}])[0], recs.get("end", [{}])[0], recs.get("wait", [{}])[0]
         expect(end.get("sampling") == "sampled", f"{name}: end record {end}")
-        expect(wait.get("trigger") == trigger and wait.get("sampling") is True, f"{name}: wait record {wait}")
+        if wait or not trigger.startswith("library loaded"):  # an early start can be running before the first launch
+            expect(wait.get("trigger") == trigger and wait.get("sampling") is True, f"{name}: wait record {wait}")
         samples = recs.get("sample", [])
         expect(len(samples) >= 3, f"{name}: {len(samples)} samples")
         for s in samples:
@@ -76,7 +79,7 @@ def main():
         return cfg, end, wait
 
     # 1. The search, cached.
-    p, recs = run(a.mock, os.path.join(d, "1.jsonl"), cache, "50")
+    p, recs = run(a.mock, os.path.join(d, "1.jsonl"), cache, "50", start="context")
     cfg, _, wait1 = common("search", p, recs, "context created")
     expect(cfg.get("selection", "").startswith("search"), f"search: selection {cfg.get('selection')}")
     expect(cfg.get("metrics") == ["sm__cycles_active.sum", "sm__inst_executed.sum",
@@ -92,7 +95,7 @@ def main():
     with open(cache) as f:
         expect(any(line.startswith("config ") for line in f), "the cache has no config image")
     # 2. From the cache: no host object needed to start.
-    p, recs = run(a.mock, os.path.join(d, "2.jsonl"), cache, "50")
+    p, recs = run(a.mock, os.path.join(d, "2.jsonl"), cache, "50", start="context")
     cfg, _, wait2 = common("cache", p, recs, "context created")
     expect("(config image too)" in cfg.get("selection", ""), f"cache: selection {cfg.get('selection')}")
     host = recs.get("host", [{}])[0]
@@ -107,12 +110,20 @@ def main():
     cfg, _, _ = common("sync", p, recs, "first launch (sync)")
     expect(cfg.get("start", "").startswith("sync"), f"sync: start {cfg.get('start')}")
     # 5. --no-wait: the launches do not wait for the start.
-    p, recs = run(a.mock, os.path.join(d, "5.jsonl"), cache, "50", wait="0")
+    p, recs = run(a.mock, os.path.join(d, "5.jsonl"), cache, "50", start="context", wait="0")
     wait5, end5 = recs.get("wait", [{}])[0], recs.get("end", [{}])[0]
     expect(p.returncode == 0, f"no wait: the program exited with {p.returncode}: {p.stderr}")
     expect(wait5.get("no_wait") is True and wait5.get("waited_ns") == 0, f"no wait: wait record {wait5}")
     expect(end5.get("sampling") == "sampled" and len(recs.get("sample", [])) >= 1,
            f"no wait: end record {end5}, {len(recs.get('sample', []))} samples")
+    # 6. The default, early: one device, so the sampling starts before the program's context.
+    p, recs = run(a.mock, os.path.join(d, "6.jsonl"), cache, "20", env_extra={"FAKE_CONTEXT_AFTER_START": "1"})
+    cfg, _, _ = common("early", p, recs, "library loaded (one device)")
+    expect(cfg.get("start", "").startswith("early (one device"), f"early: start {cfg.get('start')}")
+    # 7. Two devices: the first context's is sampled, as with start=context, and the record says why.
+    p, recs = run(a.mock, os.path.join(d, "7.jsonl"), cache, "50", env_extra={"FAKE_DEVICES": "2"})
+    cfg, _, _ = common("early, two devices", p, recs, "context created")
+    expect(cfg.get("start", "").startswith("context (not ahead: 2 devices"), f"two devices: start {cfg.get('start')}")
     # The command on the second run's file.
     j = os.path.join(d, "2.json")
     p = subprocess.run([sys.executable, a.tool, "--timeline", "--report", os.path.join(d, "2.jsonl"), "--json", j],
