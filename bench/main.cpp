@@ -343,6 +343,16 @@ int main(int argc, char** argv) {
   std::string suite, filter, repetitions;
   std::vector<std::string> gb{args[0]};
   for (std::size_t i = 1; i < args.size(); ++i) {
+    // archbench's own options that take a value take it as the next word too (--device cuda:0).
+    for (const char* o : {"--device", "--sweep", "--topdown"})
+      if (args[i] == o) {
+        if (i + 1 == args.size() || starts_with(args[i + 1], "--")) {
+          std::cerr << "archbench: " << o << " needs a value (" << o << "=VALUE or " << o << " VALUE; see --help)\n";
+          return 2;
+        }
+        args[i] += "=" + args[i + 1];
+        args.erase(args.begin() + std::ptrdiff_t(i) + 1);
+      }
     const std::string& a = args[i];
     if (a == "--list-devices") list_devices = true;
     else if (starts_with(a, "--device=")) selector = a.substr(9);
