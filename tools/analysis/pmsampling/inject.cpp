@@ -1547,9 +1547,9 @@ std::string start_early(State& s, Prep& prep, Times& t) {
   }
 }
 
-// The library's thread (ARCHBENCH_PM_START context or launch): prepares as soon as the driver is
-// initialised, starts the sampling on the device asked for (the first context's, or the first
-// launch's), then decodes until the end.
+// The library's thread (ARCHBENCH_PM_START early, context or launch): prepares as soon as the
+// driver is initialised, starts the sampling at once (early, one device) or on the device asked
+// for (the first context's, or the first launch's), then decodes until the end.
 void setup_main() {
   State& s = state();
   Times t;
