@@ -259,7 +259,8 @@ def coverage(kernels, context):
     if context.get("over_budget"):
         lines.append(f"{context['over_budget']} launches ran natively over the overhead budget (--budget "
                      f"{context['budget']:g}: replays at most {context['budget']:g}x the program's own time); "
-                     f"{len(missing)} kernels have no profiled launch; --budget 0 profiles them all")
+                     f"{len(missing)} kernels have no profiled launch; --budget 0 profiles them all, and "
+                     "--timeline gives every kernel's retire, divergence and stall in one pass, without replay")
     cost = context.get("cost_s")
     if cost:
         lines.append("profiling's time: " + ", ".join(f"{k} {v:.2f} s" for k, v in cost.items()))
