@@ -1563,9 +1563,7 @@ void setup_main() {
   std::unique_ptr<Prep> prep;
   std::string error;
   if (r != CUDA_SUCCESS) {
-    const char* w = nullptr;
-    cuGetErrorName(r, &w);
-    error = std::string("cuInit: ") + (w ? w : "error");  // no device: the program says so itself
+    error = "cuInit: " + tr::cu_words(r);  // no device: the program says so itself
   } else {
     try {
       prep = prepare(s, 0, t);

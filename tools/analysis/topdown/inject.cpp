@@ -258,8 +258,6 @@ Prepared& prepared() {
   return *p;
 }
 
-void finish();
-
 void prepare(State& s) {
   Prepared& pr = prepared();
   std::unique_ptr<ab::RangeProfiler> p;
@@ -273,7 +271,7 @@ void prepare(State& s) {
   }
   const CUresult r = tr::driver_ready();
   try {
-    if (r != CUDA_SUCCESS) throw std::runtime_error("cuInit failed (" + std::to_string(int(r)) + ")");
+    if (r != CUDA_SUCCESS) throw std::runtime_error("cuInit failed (" + tr::cu_words(r) + ")");
     p = std::make_unique<ab::RangeProfiler>(nullptr, 0);
     tr::exit_first(finish);  // again: CUPTI's host objects exist now
     choose_metrics(s, *p);
@@ -308,11 +306,7 @@ void enable_ahead(CUcontext ctx) {
   std::string error, state;
   bool enabled = false;
   CUdevice dev = -1;
-  const auto said = [](const char* what, CUresult r) {
-    const char* name = nullptr;
-    cuGetErrorName(r, &name);
-    return std::string(what) + " failed (" + (name ? name : std::to_string(int(r))) + ")";
-  };
+  const auto said = [](const char* what, CUresult r) { return std::string(what) + " failed (" + tr::cu_words(r) + ")"; };
   if (!p) {
     state = "not prepared";
   } else if (CUresult r = cuCtxPushCurrent(ctx); r != CUDA_SUCCESS) {
@@ -612,23 +606,22 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
   const std::uint64_t t0 = tr::now_ns();
   ab::RangeProfiler* p = profiler_for(s, cb->context, c);
   if (!p) return;
-  try {
-    if (!p->started()) p->start(kRangesPerFlush), ++s.sessions;
-  } catch (const std::exception& e) {
-    if (c.prepared && !c.prepared_failed) {  // made without the context's counter availability
+  for (;;) {  // a profiler made ahead that cannot start gives way, once, to the context's own
+    try {
+      if (!p->started()) p->start(kRangesPerFlush), ++s.sessions;
+      break;
+    } catch (const std::exception& e) {
+      if (!c.prepared || c.prepared_failed) {
+        c.broken = e.what();
+        std::fprintf(stderr, "archbench-topdown: cannot start profiling: %s\n", e.what());
+        return;
+      }
+      // Made without the context's counter availability.
       std::fprintf(stderr, "archbench-topdown: the profiler made ahead cannot start (%s); making it for the "
                    "context\n", e.what());
       c.prepared_failed = true;
       c.profiler.reset();  // disabled on the context, so that the context's own can be enabled there
-      p = profiler_for(s, cb->context, c);
-    }
-    try {
-      if (!p) return;
-      if (!p->started()) p->start(kRangesPerFlush), ++s.sessions;
-    } catch (const std::exception& e2) {
-      c.broken = e2.what();
-      std::fprintf(stderr, "archbench-topdown: cannot start profiling: %s\n", e2.what());
-      return;
+      if (!(p = profiler_for(s, cb->context, c))) return;
     }
   }
   s.setup_ns += tr::now_ns() - t0;
