@@ -187,10 +187,7 @@ def distance(a, b):
     """How far apart two launch shapes (shape_key) are: the log ratios of their grid sizes and of
     their block sizes, added."""
     def size(dims):
-        n = 1
-        for v in dims:
-            n *= max(int(v), 1)
-        return n
+        return math.prod(max(int(v), 1) for v in dims)
     return abs(math.log(size(a[1]) / size(b[1]))) + abs(math.log(size(a[2]) / size(b[2])))
 
 
