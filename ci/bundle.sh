@@ -66,7 +66,7 @@ cp "$build/archbench" "$build/tests/archbench_unit" "$build/tests/archbench_conf
 # TopDown for any CUDA program (CUPTI injection, libcupti the node's own) and its GPU test.
 [ -e "$build/lib/libarchbench_topdown.so" ] && cp "$build/lib/libarchbench_topdown.so" "$dest/lib/"
 # Its time-resolved mode (archbench_topdown.py --timeline: CUPTI PM sampling, one pass).
-[ -e "$build/lib/libarchbench_pmsampling.so" ] && cp "$build/lib/libarchbench_pmsampling.so" "$dest/lib/"
+[ -e "$build/lib/libarchbench_pmsampling.so" ] && cp "$build/lib/libarchbench_pmsampling.so" "$build/lib/archbench_pmsampler" "$dest/lib/"
 [ -x "$build/tests/archbench_td_kernels" ] && cp "$build/tests/archbench_td_kernels" "$build/tests/archbench_cg" "$dest/bin/"
 cuda_from_node=0
 [ "${ARCHBENCH_BUNDLE_CUDA:-}" = node ] && cuda_from_node=1

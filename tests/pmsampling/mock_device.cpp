@@ -5,7 +5,11 @@
 // one-pass search, the cache and the host object are real. The program plays a CUDA program:
 // InitializeInjection (as cuInit would), a context created after `ctx_ms` (unless "nocontext"; with
 // FAKE_CONTEXT_AFTER_START, not before the sampling has started), three launches, exit. FAKE_DEVICES
-// is the number of devices the process sees (default 1). tests/pmsampling/pmsampling_host.py runs it and reads its records.
+// is the number of devices the process sees (default 1). With the argument "sampler" it is
+// archbench_pmsampler instead (sampler.cpp's main after the library's load), sampling until its
+// input ends. Sample times are the host's (CLOCK_MONOTONIC, as CUPTI's timestamps here): each
+// decode's 3 samples share out the time since the one before, so that a sampler's samples cover a
+// program's run. tests/pmsampling/pmsampling_host.py runs it and reads its records.
 #include <cuda.h>
 #include <cupti.h>
 #include <cupti_pmsampling.h>
@@ -19,15 +23,23 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 
 namespace fake {
-std::atomic<std::uint64_t> samples{0};
 CUpti_CallbackFunc callback = nullptr;
 int object = 0;  // what the fake handles point at
 constexpr std::uint64_t kT0 = 1700000000000000000ull;
 void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+std::uint64_t now() {  // CUPTI's timestamp: the host's monotonic clock, from kT0
+  return kT0 + std::uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+std::mutex mu;
+std::uint64_t last = 0;                                       // the last decode's time
+std::map<const void*, std::pair<std::uint64_t, std::uint64_t>> window;  // an image's samples' span
 }  // namespace fake
 
 extern "C" {
@@ -52,7 +64,7 @@ CUptiResult cuptiActivityEnable(CUpti_ActivityKind) { return CUPTI_SUCCESS; }
 CUptiResult cuptiActivityFlushAll(uint32_t) { return CUPTI_SUCCESS; }
 CUptiResult cuptiActivityGetNextRecord(uint8_t*, size_t, CUpti_Activity**) { return CUPTI_ERROR_MAX_LIMIT_REACHED; }
 CUptiResult cuptiGetDeviceId(CUcontext, uint32_t* o) { *o = 0; return CUPTI_SUCCESS; }
-CUptiResult cuptiGetTimestamp(uint64_t* t) { *t = fake::kT0; return CUPTI_SUCCESS; }
+CUptiResult cuptiGetTimestamp(uint64_t* t) { *t = fake::now(); return CUPTI_SUCCESS; }
 CUptiResult cuptiProfilerInitialize(CUpti_Profiler_Initialize_Params*) { return CUPTI_SUCCESS; }
 CUptiResult cuptiProfilerDeviceSupported(CUpti_Profiler_DeviceSupported_Params* p) {
   p->isSupported = CUPTI_PROFILER_CONFIGURATION_SUPPORTED;
@@ -78,9 +90,19 @@ CUptiResult cuptiPmSamplingSetConfig(CUpti_PmSampling_SetConfig_Params* p) {
   fake::sleep_ms(10);
   return p->configSize > 0 && p->pConfig ? CUPTI_SUCCESS : CUPTI_ERROR_INVALID_PARAMETER;
 }
-CUptiResult cuptiPmSamplingStart(CUpti_PmSampling_Start_Params*) { return CUPTI_SUCCESS; }
+CUptiResult cuptiPmSamplingStart(CUpti_PmSampling_Start_Params*) {
+  std::lock_guard<std::mutex> lk(fake::mu);
+  fake::last = fake::now();
+  return CUPTI_SUCCESS;
+}
 CUptiResult cuptiPmSamplingStop(CUpti_PmSampling_Stop_Params*) { return CUPTI_SUCCESS; }
 CUptiResult cuptiPmSamplingDecodeData(CUpti_PmSampling_DecodeData_Params* p) {
+  {
+    std::lock_guard<std::mutex> lk(fake::mu);
+    const std::uint64_t t = fake::now();
+    fake::window[p->pCounterDataImage] = {fake::last, t};
+    fake::last = t;
+  }
   p->decodeStopReason = CUPTI_PM_SAMPLING_DECODE_STOP_REASON_END_OF_RECORDS;
   p->overflow = 0;
   return CUPTI_SUCCESS;
@@ -91,9 +113,10 @@ CUptiResult cuptiPmSamplingGetCounterDataInfo(CUpti_PmSampling_GetCounterDataInf
   return CUPTI_SUCCESS;
 }
 CUptiResult cuptiPmSamplingCounterDataGetSampleInfo(CUpti_PmSampling_CounterData_GetSampleInfo_Params* p) {
-  const std::uint64_t n = fake::samples++;
-  p->startTimestamp = fake::kT0 + n * 100000;
-  p->endTimestamp = p->startTimestamp + 100000;
+  std::lock_guard<std::mutex> lk(fake::mu);
+  const auto [a, b] = fake::window[p->pCounterDataImage];
+  p->startTimestamp = a + (b - a) * p->sampleIndex / 3;
+  p->endTimestamp = a + (b - a) * (p->sampleIndex + 1) / 3;
   return CUPTI_SUCCESS;
 }
 // IPC 2 (of 4), warp efficiency 0.75, issued IPC 2.2: retire 0.375, divergence 0.175, stall 0.45.
@@ -111,8 +134,14 @@ CUptiResult cuptiProfilerHostEvaluateToGpuValues(CUpti_Profiler_Host_EvaluateToG
 }
 
 #include "tools/analysis/pmsampling/inject.cpp"
+#define ARCHBENCH_PMSAMPLER_NO_MAIN
+#include "tools/analysis/pmsampling/sampler.cpp"
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "sampler") {  // archbench_pmsampler, its library loaded by cuInit
+    if (!InitializeInjection()) return 1;
+    return sampler_main();
+  }
   const int ctx_ms = argc > 1 ? std::atoi(argv[1]) : 50;
   const bool context = !(argc > 2 && std::string(argv[2]) == "nocontext");
   if (!InitializeInjection() || !fake::callback) return 1;

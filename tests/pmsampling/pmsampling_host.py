@@ -15,7 +15,12 @@ source with the device side faked and the Profiler Host API real, run as a CUDA 
   - ARCHBENCH_PM_START=launch and sync start at the first launch; every run's samples carry the
     known fractions (retire 0.375, divergence 0.175, stall 0.45) and its records the library's
     times (setup, wait, exit);
-  - archbench_topdown.py --timeline --report reads the file and takes the overhead apart.
+  - archbench_topdown.py --timeline --report reads the file and takes the overhead apart;
+  - the command's default, --start before: the mock as archbench_pmsampler samples from its own
+    process, started before the program (the mock with ARCHBENCH_PM_START=outside: launches and no
+    sampling of its own); the report keeps the samples within the program's run, finds the known
+    fractions and the program's launches, and names the sampler's costs; a sampler that sees two
+    devices (and no --device) stops at once, and the command samples inside the program instead, said.
 """
 import argparse
 import json
@@ -138,6 +143,41 @@ def main():
             expect(k in costs, f"--report: no {k} in the costs {costs}")
         expect(abs(doc["total"]["stall"] - 0.45) < 1e-6, f"--report: the run's stall {doc['total']}")
     expect("the first launch waited" in p.stdout, "--report: the library's times are not printed")
+    # 8. The program's side alone (ARCHBENCH_PM_START=outside): launches recorded, nothing sampled.
+    p, recs = run(a.mock, os.path.join(d, "8.jsonl"), cache, "20", "nocontext", start="outside")
+    end8 = recs.get("end", [{}])[0]
+    expect(p.returncode == 0 and not recs.get("config") and not recs.get("sample") and len(recs.get("launch", [])) == 3
+           and end8.get("sampling", "").startswith("outside"),
+           f"outside: rc {p.returncode}, {len(recs.get('launch', []))} launches, end {end8}: {p.stderr}")
+    # 9. The command's default: the sampler's own process, then the program.
+    def timeline(name, extra_env, *program):
+        raw, j = os.path.join(d, name + ".jsonl"), os.path.join(d, name + ".json")
+        env = dict(os.environ, ARCHBENCH_PM_SAMPLER=f"{a.mock} sampler", ARCHBENCH_PM_CACHE=cache, **extra_env)
+        p = subprocess.run([sys.executable, a.tool, "--timeline", "--no-native", "--lib", a.mock, "--raw", raw,
+                            "--json", j, "--", a.mock, *program], env=env, capture_output=True, text=True, timeout=120)
+        print(p.stdout, p.stderr, sep="\n")
+        doc = json.load(open(j)) if os.path.exists(j) else {}
+        return p, doc, doc.get("context", {})
+    p, doc, c = timeline("9", {}, "200", "nocontext")
+    expect(p.returncode == 0, f"before: the command exited with {p.returncode}")
+    expect(str(c.get("start", "")).startswith("before") and "start_fallback" not in c, f"before: start {c.get('start')}")
+    expect(c.get("samples", 0) >= 1 and "sampler_ready_s" in c and "sampler_stop_s" in c,
+           f"before: {c.get('samples')} samples, ready {c.get('sampler_ready_s')}, stop {c.get('sampler_stop_s')}")
+    expect(c.get("launches") == 3 and c.get("program_exit") == 0, f"before: launches {c.get('launches')}, "
+           f"exit {c.get('program_exit')}")
+    total = doc.get("total") or {}
+    expect(abs(total.get("retire", 0) - 0.375) < 1e-6 and abs(total.get("stall", 0) - 0.45) < 1e-6,
+           f"before: the run's level 1 {total}")
+    expect(all(s["end_s"] > 0 for s in doc.get("samples", [])), "before: a sample from before the program started was kept")
+    expect("archbench_pmsampler took" in p.stdout and "decoding, in archbench_pmsampler's process" in p.stdout,
+           "before: the sampler's costs are not printed")
+    expect(not [f for f in os.listdir(d) if f.startswith("9.jsonl.sampler")], "before: the sampler's files were left")
+    # 10. Two devices and no --device: the sampler stops, the program samples itself (context).
+    p, doc, c = timeline("10", {"FAKE_DEVICES": "2"}, "50")
+    expect(p.returncode == 0 and "2 devices" in c.get("start_fallback", ""),
+           f"fallback: rc {p.returncode}, {c.get('start_fallback')}")
+    expect(str(c.get("start", "")).startswith("context (not ahead: 2 devices") and c.get("samples", 0) >= 1,
+           f"fallback: start {c.get('start')}, {c.get('samples')} samples")
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))
         return 1

@@ -293,6 +293,40 @@ class Analysis(unittest.TestCase):
                 self.assertAlmostEqual(got["level1"][k], v, msg=k)
         self.assertIs(timeline.chart_samples(res), res["samples"])
 
+    def test_sampled_from_a_process_of_its_own(self):
+        # --start before: archbench_pmsampler's records (role sampler) after the program's, and the
+        # command's exit record. The sampler started 0.5 s before the program and sampled once before
+        # it and once after its end: those two are left out, the rest is analysed as before.
+        recs = records(end=False)
+        prog = [r for r in recs if r["type"] in ("process", "name", "launch", "kernel")]
+        prog += [{"type": "clock", "when": "program", "mono_ns": MONO, "cupti_ns": CUPTI, "realtime_ns": CUPTI},
+                 {"type": "end", "why": "exit", "sampling": "outside", "end_ns": MONO + 400 * US,
+                  "exit": {"flush_ns": 2000, "total_ns": 2000}, "decode": {"total_ns": 0}}]
+        samp = [dict(recs[0], role="sampler", start_ns=START - 500_000_000),
+                dict(recs[2], role="sampler")] + [r for r in recs if r["type"] in ("base_metrics", "config", "sample")]
+        samp += [sample(-6000, S2), sample(10, S2),
+                 {"type": "end", "why": "exit", "role": "sampler", "samples": 5, "lost": 0, "overflow": False,
+                  "decodes": 4, "decode": {"total_ns": 7_000_000, "max_ns": 3_000_000},
+                  "exit": {"final_decode_ns": 1_000_000, "total_ns": 2_000_000}}]
+        ext = {"type": "exit", "status": 3, "start_ns": START - 1000, "end_ns": MONO + 500 * US, "command": "./prog"}
+        res = timeline.analyse(timeline.load(write(prog + samp + [ext])[1]))
+        c = res["context"]
+        self.assertTrue(c["start"].startswith("before"), c["start"])
+        self.assertEqual((c["samples"], c["samples_outside_program"], c["program_exit"]), (3, 2, 3))
+        self.assertAlmostEqual(res["samples"][0]["start_s"], 0.5 + 10e-6)  # the program's time axis
+        k = {r["kernel"]: r for r in res["kernels"]}
+        for name, want in (("a(float*)", L0), ("b()", L2)):
+            for q, v in want.items():
+                self.assertAlmostEqual(k[name][q], v, msg=f"{name} {q}")
+        costs = c["costs"]
+        self.assertAlmostEqual(costs["decode_s"], 0.007)  # the sampler's decoding, its exit apart
+        self.assertAlmostEqual(costs["sampler_exit_s"], 0.002)
+        self.assertAlmostEqual(costs["exit_s"], 0.000002)
+        lines = "\n".join(timeline.cost_lines(dict(c, sampler_ready_s=0.3, sampler_stop_s=0.1)))
+        self.assertIn("archbench_pmsampler took to start sampling", lines)
+        self.assertIn("2 samples from before the program started or after it ended left out", lines)
+        self.assertNotIn("first launch waited", lines)
+
     def test_not_sampled(self):
         recs = [records()[0], {"type": "error", "reason": "cuptiPmSamplingEnable: insufficient privileges"}]
         res = timeline.analyse(timeline.load(write(recs)[1]))
@@ -373,6 +407,17 @@ class Command(unittest.TestCase):
         _, p, _ = self.run_tool(recs)
         self.assertEqual(p.returncode, 2)
         self.assertIn("raw.jsonl:5", p.stderr)
+
+    def test_program_exit_as_the_shell_saw_it(self):
+        # No sampler beside the "library" (this file): sampled inside the program, said; a program
+        # that makes no CUDA call is said to; its status, and a death by a signal, are the command's.
+        env = dict(os.environ, ARCHBENCH_PM_LIB=TOOL)
+        for prog, want in (("exit 3", 3), ("kill -SEGV $$", -11)):
+            p = subprocess.run([sys.executable, TOOL, "--timeline", "--no-native", "--", "sh", "-c", prog],
+                               capture_output=True, text=True, env=env)
+            self.assertEqual(p.returncode, want, p.stderr)
+            self.assertIn("no archbench_pmsampler beside", p.stderr)
+            self.assertIn("made no CUDA call", p.stderr)
 
     def test_program_or_report(self):
         p = subprocess.run([sys.executable, TOOL, "--timeline"], capture_output=True, text=True)

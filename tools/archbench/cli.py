@@ -8,7 +8,9 @@ nothing to compare, an output that cannot be written); 3 a regression found (com
 GPU found (variability). No crash exits 3 or 4.
 """
 
+import os
 import re
+import signal
 import sys
 import traceback
 import unicodedata
@@ -76,6 +78,24 @@ def read_lines(path):
 
 # ---------------------------------------------------------------- running a tool
 
+def exit_like_shell(rc):
+    """The program's exit as the shell saw it: its status, or death by the same signal (re-raised
+    here, without a core of this script; 128+N where the signal cannot be re-raised)."""
+    if rc >= 0:
+        return rc
+    sig = -rc
+    try:
+        import resource
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        sys.stdout.flush()
+        sys.stderr.flush()
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    except (OSError, ValueError):
+        pass
+    return 128 + sig
+
+
 def run(tool, main, argv=None):
     """Run main(argv) as the tool's command line: returns its exit code; failures become one line
     on stderr ("tool: what") and exit 2 (bad input) or 1 (internal error); --debug (before any
@@ -88,7 +108,8 @@ def run(tool, main, argv=None):
     saved = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = TerminalStream(sys.stdout), TerminalStream(sys.stderr)
     try:
-        return main(argv)
+        code = main(argv)
+        return exit_like_shell(code) if isinstance(code, int) and code < 0 else code  # a program's death by a signal
     except KeyboardInterrupt:
         return fail(tool, "interrupted", debug, 130)
     except InputError as e:

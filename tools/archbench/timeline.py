@@ -5,15 +5,20 @@ interval (libarchbench_pmsampling.so, tools/analysis/pmsampling/inject.cpp).
   archbench_topdown.py --timeline [options] -- PROGRAM [ARGS...]   run PROGRAM sampled
   archbench_topdown.py --timeline [options] --report RAW.jsonl     analyse an earlier run's file
 
-The program runs natively (wall time), then with the library injected (CUDA_INJECTION64_PATH); the
-overhead is the ratio of the two wall times, taken apart from the library's own timings (its start:
-what the first launch waited for, what ran beside the program; its end: flush, stop, last decode).
-Where the process sees one device the sampling starts ahead of the program's context (PM sampling is
-the device's), else on the first context's device; the first launch waits for the start (0-0.1 s on
-an H100 with the chip's counter set cached; 0.11-0.15 s when started on the context) so that no
-kernel goes unsampled; with --no-wait the launches go on and the kernels that ran before the start
-are counted as unsampled. Each sample costs CUPTI about 40 us to decode: --interval-us 1000 samples
-a tenth as often for a tenth of that (on 0.5 s programs 1.3x against 1.4x at the default 100 us).
+The program runs natively (wall time), then sampled; the overhead is the ratio of the two wall
+times, taken apart from the library's own timings. PM sampling counts the whole device, whichever
+process runs on it, so by default (--start before) a process of the tool's own, archbench_pmsampler,
+enables, configures and starts the sampling before the program is started, decodes beside it, and
+stops once it has exited; the program carries only the library's kernel records
+(CUDA_INJECTION64_PATH, ARCHBENCH_PM_START=outside). Samples from before the program started or
+after it ended are left out. Work of other processes on the same device in the meantime is counted
+too, as it always is with PM sampling. Where the sampler cannot start (several visible devices and
+no --device, a start refused), the library samples inside the program, as --start early does: where
+the process sees one device the sampling starts ahead of the program's context, else on the first
+context's device; the first launch waits for the start (0-0.1 s on an H100 with the chip's counter
+set cached) so that no kernel goes unsampled; with --no-wait the launches go on and the kernels that
+ran before the start are counted as unsampled. Inside the program each sample costs CUPTI about
+40 us to decode on the library's thread: --interval-us 1000 samples a tenth as often.
 The library samples the counters TopDown level 1 needs that fit in one pass and says which level-1
 quantities that allows and what is approximated: retire, divergence, and frontend and backend
 where every stall reason is counted; where only some are (with the active warps), frontend or
@@ -42,9 +47,12 @@ import argparse
 import bisect
 import json
 import os
+import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 
 from . import charts, cli, topdown
 from .cli import InputError
@@ -57,7 +65,9 @@ COLORS = {"retire": "#2ca02c", "divergence": "#9467bd", "frontend": "#1f77b4", "
 KERNEL_COLORS = ["#8c564b", "#e377c2", "#bcbd22", "#17becf", "#393b79", "#637939", "#843c39", "#7b4173"]  # not level 1's
 FRONTEND_CLASSES, BACKEND_CLASSES = ("fetch", "decode"), ("memory", "core")
 TYPES = ("process", "injection", "config", "base_metrics", "clock", "name", "launch", "wait", "host", "kernel",
-         "sample", "error", "end")
+         "sample", "error", "end", "exit")
+SHARED = ("process", "injection", "clock", "end", "error", "wait")  # written by the program's library and the sampler's
+SAMPLER_READY_S = 60  # at most this long for archbench_pmsampler to start (an uncached chip searches its counters)
 CHART_POINTS = 3000  # samples drawn at most (more are merged)
 CLOCK_TOLERANCE_NS = 1e9  # a sample clock within this of a known clock at the start is that clock
 
@@ -78,6 +88,8 @@ def check_record(r):
         list(r["metrics"]), dict(r["roles"]), list(r["level1"]), int(r["interval_ns"])
     elif t == "clock":
         int(r["mono_ns"]), int(r["cupti_ns"]), int(r["realtime_ns"])
+    elif t == "exit":
+        int(r["start_ns"]), int(r["end_ns"])
 
 
 def load(path):
@@ -86,6 +98,19 @@ def load(path):
         return topdown.read_records(path, TYPES, check_record, "PM sampling", "libarchbench_pmsampling.so")
     except topdown.BadFile as e:
         raise BadFile(str(e)) from None
+
+
+def by_role(recs):
+    """(the program's records, the sampler's). Where archbench_pmsampler sampled the device (--start
+    before), the records both libraries write (SHARED) are told apart by the sampler's "role"; the
+    others are one side's only. Else both are the same records."""
+    if not any(r.get("role") == "sampler" for r in recs["process"]):
+        return recs, recs
+    prog, samp = dict(recs), dict(recs)
+    for t in SHARED:
+        prog[t] = [r for r in recs[t] if r.get("role") != "sampler"]
+        samp[t] = [r for r in recs[t] if r.get("role") == "sampler"]
+    return prog, samp
 
 
 # ------------------------------------------------------------------------------ the arithmetic
@@ -184,9 +209,13 @@ def analyse(recs):
     """The run's level 1, each kernel's and each launch's, every sample's fractions, the kernels'
     GPU times and the launches, all on one time axis (seconds since the process started)."""
     cfg = (recs["config"] or [None])[0]
-    proc = recs["process"][0]
+    prog, samp = by_role(recs)
+    ext = (recs["exit"] or [{}])[0]  # the command's: the program's span and exit status (--start before)
+    proc = (prog["process"] or [{"start_ns": ext.get("start_ns", 0), "command": ext.get("command", "")}])[0]
     t_base = int(proc.get("start_ns", 0))
-    context = {"command": proc.get("command", ""), "date": proc.get("date", "")}
+    context = {"command": proc.get("command", ""), "date": proc.get("date", "") or samp["process"][0].get("date", "")}
+    if samp is not prog:
+        context["sampler"] = "archbench_pmsampler (a process of its own, started before the program)"
     errors = [e.get("reason", "") for e in recs["error"]]
     if cfg is None:  # never started: whatever kernels the program ran went unsampled
         ran = [int(k["end"]) - int(k["start"]) for k in recs["kernel"] if int(k["end"]) > int(k["start"]) > 0]
@@ -201,18 +230,26 @@ def analyse(recs):
     context.update(metrics=metrics, roles=roles, notes=cfg.get("notes", []),
                    approximations=cfg.get("approximations", []), not_collected=cfg.get("not_collected", {}))
     raw = sorted(recs["sample"], key=lambda s: int(s["start"]))
-    offset, clock = sample_clock(recs, int(raw[0]["start"])) if raw else (0, "none (no sample)")
+    offset, clock = sample_clock(samp, int(raw[0]["start"])) if raw else (0, "none (no sample)")
     context["sample_clock"] = clock
-    samples, total = [], {}
+    # The sampler's samples from before the program started or after it ended are not its run's.
+    p_end = next((int(e["end_ns"]) for e in prog["end"] if "end_ns" in e), int(ext.get("end_ns", 0)) or None)
+    lo, hi = (t_base, p_end or float("inf")) if samp is not prog else (-float("inf"), float("inf"))
+    samples, total, outside = [], {}, 0
     for r in raw:
+        if int(r["end"]) + offset <= lo or int(r["start"]) + offset >= hi:
+            outside += 1
+            continue
         c = counters_of(r["values"], metrics, roles)
         add_into(total, c)
         samples.append({"start_s": (int(r["start"]) + offset - t_base) * 1e-9,
                         "end_s": (int(r["end"]) + offset - t_base) * 1e-9,
                         "counters": c, "level1": level1(c, quantities, stall_class), "recorded": r.get("level1")})
+    if samp is not prog:
+        context["samples_outside_program"] = outside
     ends = [s["end_s"] for s in samples]
     # Kernels: CUPTI's records (GPU time, CUPTI's clock) where delivered, else launches only.
-    clocks = recs["clock"]
+    clocks = prog["clock"] or samp["clock"]
     k_off = (clocks[0]["mono_ns"] - clocks[0]["cupti_ns"]) if clocks else 0
     names = {n["id"]: n["name"] for n in recs["name"]}
     launches = [{"t_s": (int(l["host_ns"]) - t_base) * 1e-9,
@@ -241,7 +278,7 @@ def analyse(recs):
     # Launches that ended before the sampling started (the library's start did not hold them back):
     # its start clock record, else the first sample (none: every kernel ran before it). Not the
     # first sample's own start: CUPTI's first sample reaches back before the start, counters 0.
-    start = next((k for k in clocks if k.get("when") == "start"), None)
+    start = next((k for k in samp["clock"] if k.get("when") == "start"), None)
     first = ((int(start["mono_ns"]) - t_base) * 1e-9 if start and "mono_ns" in start
              else samples[0]["start_s"] if samples else float("inf"))
     before = [i["end_s"] - i["start_s"] for i in invocations if i["end_s"] <= first]
@@ -259,11 +296,15 @@ def analyse(recs):
     run_s = sum(s["end_s"] - s["start_s"] for s in samples)
     whole = {"kernel": "RUN (every sample)", "launches": len(records) or len(launches), "samples": float(len(samples)),
              "gpu_time_s": gpu_total, "sampled_s": run_s, **(level1(total, quantities, stall_class) or {})}
-    end = (recs["end"] or [{}])[0]
-    context["costs"] = library_costs(recs)
+    end, p_end_rec = (samp["end"] or [{}])[0], (prog["end"] or [{}])[0]
+    context["costs"] = library_costs(prog, samp)
+    if samp is not prog:
+        context["start"] = "before (" + context["sampler"] + ")"
+        if "status" in ext:
+            context["program_exit"] = ext["status"]
     context.update(samples=len(samples), active_samples=sum(1 for s in samples if s["level1"]),
                    lost=end.get("lost", 0), overflow=end.get("overflow", False), ended=end.get("why", ""),
-                   trouble=end.get("trouble", ""),
+                   trouble="; ".join(x for x in dict.fromkeys((end.get("trouble", ""), p_end_rec.get("trouble", ""))) if x),
                    kernel_records=len(records), launches=len(launches),
                    first_s=samples[0]["start_s"] if samples else None, last_s=samples[-1]["end_s"] if samples else None)
     return {"context": context, "errors": errors, "quantities": quantities, "stall_class": stall_class,
@@ -273,11 +314,20 @@ def analyse(recs):
             ("launches only (host time)" if launches else "none")}
 
 
-def library_costs(recs):
+def library_costs(recs, sampler=None):
     """What the library's records say of its own time, in seconds: the setup's parts (on the
-    library's thread unless it started at the first launch), what the first launch waited, the
-    library's load, the exit's parts and the decoding."""
+    library's thread unless it started at the first launch; in archbench_pmsampler's process where
+    `sampler` holds its records), what the first launch waited, the library's load, the exit's
+    parts and the decoding (the sampler's, with its exit, where it sampled)."""
     ns = 1e-9
+    if sampler is not None and sampler is not recs:
+        out, theirs = library_costs(recs), library_costs(sampler)
+        for k in ("decode_s", "decode_max_s", "decodes", "set_aside"):
+            if k in theirs:
+                out[k] = theirs[k]
+        if "exit_s" in theirs:
+            out["sampler_exit_s"], out["sampler_exit_parts_s"] = theirs["exit_s"], theirs["exit_parts_s"]
+        return out
     cfg, end = (recs["config"] or [{}])[0], (recs["end"] or [{}])[0]
     inj, wait = (recs["injection"] or [{}])[0], (recs["wait"] or [{}])[0]
     out = {}
@@ -321,6 +371,8 @@ def cost_lines(c):
                      f"{c['sampled_s']:.3f} s, {c['sampled_s'] / c['native_s']:.2f}x); the library's own times:")
     elif k:
         lines.append("the library's own times:")
+    if c.get("sampler"):
+        return lines + sampler_cost_lines(c, k)
     if "spawn_ns" in c and c.get("process_start_ns"):
         lines.append(f"  {(c['process_start_ns'] - c['spawn_ns']) * 1e-9:.3f} s from the start until the program's "
                      "cuInit loaded the library (the native run has its own)")
@@ -353,6 +405,30 @@ def cost_lines(c):
     if "decode_s" in k:
         lines.append(f"  {k['decode_s']:.3f} s decoding on the library's thread ({k.get('decodes', 0)} decodes, the "
                      f"longest {1e3 * k.get('decode_max_s', 0):.1f} ms)")
+    return lines
+
+
+def sampler_cost_lines(c, k):
+    """cost_lines' times where archbench_pmsampler sampled: its setup and decoding ran in its own
+    process, before and beside the program; the program carried the kernel records."""
+    lines = []
+    sp = {n: v for n, v in (k.get("setup_parts_s") or {}).items() if v >= 0.0005 and n != "cu_init"}
+    if "sampler_ready_s" in c:
+        lines.append(f"  {c['sampler_ready_s']:.3f} s archbench_pmsampler took to start sampling, before the program "
+                     "started" + (f" (setup {k['setup_s']:.3f} s: " + ", ".join(f"{n} {v:.3f}" for n, v in sp.items())
+                                   + ")" if "setup_s" in k else ""))
+    if "injection_init_s" in k:
+        lines.append(f"  {k['injection_init_s']:.3f} s the library's initialisation in the program (kernel records only)")
+    if "exit_s" in k:
+        lines.append(f"  {k['exit_s']:.3f} s at the program's end (the last kernel records)")
+    if "decode_s" in k:
+        lines.append(f"  {k['decode_s']:.3f} s decoding, in archbench_pmsampler's process ({k.get('decodes', 0)} decodes, "
+                     f"the longest {1e3 * k.get('decode_max_s', 0):.1f} ms)")
+    if "sampler_stop_s" in c:
+        lines.append(f"  {c['sampler_stop_s']:.3f} s after the program had exited, archbench_pmsampler's last decode and end"
+                     + (f" ({k['sampler_exit_s']:.3f} s of it its library's)" if "sampler_exit_s" in k else ""))
+    if "samples_outside_program" in c:
+        lines.append(f"  {c['samples_outside_program']} samples from before the program started or after it ended left out")
     return lines
 
 
@@ -680,10 +756,92 @@ def timed(cmd, env):
     return rc, (end - start) * 1e-9, start, end
 
 
+def find_sampler(lib):
+    """archbench_pmsampler's command: ARCHBENCH_PM_SAMPLER (words), else beside the library."""
+    given = os.environ.get("ARCHBENCH_PM_SAMPLER")
+    if given:
+        return shlex.split(given)
+    path = os.path.join(os.path.dirname(lib), "archbench_pmsampler")
+    return [path] if os.access(path, os.X_OK) else None
+
+
+class Sampler:
+    """archbench_pmsampler started with the library (ARCHBENCH_PM_ROLE=sampler) and waited for until
+    its config record says it samples; stop() closes its input, waits for its end record and puts
+    its records after the program's in `raw`. Its own session: a Ctrl-C reaches the program and the
+    command, and the command's stop (or its death) ends the sampler by its input."""
+
+    def __init__(self, command, env, raw):
+        self.path, self.log = raw + ".sampler", raw + ".sampler.log"
+        self.t0 = time.monotonic_ns()
+        with open(self.log, "w") as log:
+            self.proc = subprocess.Popen(command, env=dict(env, ARCHBENCH_PM_OUT=self.path), stdin=subprocess.PIPE,
+                                         stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def why_not(self):
+        with open(self.log, errors="replace") as f:
+            said = " ".join(line.strip() for line in f if line.strip())
+        return said or f"it exited with {self.proc.returncode}"
+
+    def ready(self, limit_s=SAMPLER_READY_S):
+        """None once the sampling runs, else why it does not (the sampler then stopped)."""
+        seen = 0
+        while True:
+            try:
+                with open(self.path, "rb") as f:
+                    f.seek(seen)
+                    chunk = f.read()
+                cut = chunk.rfind(b"\n") + 1
+                seen += cut
+                for line in chunk[:cut].splitlines():
+                    if b'"type":"config"' in line:
+                        self.ready_s = (time.monotonic_ns() - self.t0) * 1e-9
+                        return None
+                    if b'"type":"error"' in line:
+                        self.stop(keep=False)
+                        try:
+                            return json.loads(line).get("reason", "an error record")
+                        except ValueError:
+                            return line.decode(errors="replace")
+            except FileNotFoundError:
+                pass
+            if self.proc.poll() is not None:
+                return self.why_not()
+            if time.monotonic_ns() - self.t0 > limit_s * 1e9:
+                self.stop(keep=False)
+                return f"it did not start within {limit_s} s"
+            time.sleep(0.005)
+
+    def stop(self, raw=None, keep=True):
+        """Ends the sampler; with keep, appends its records to `raw`; the seconds it took."""
+        t = time.monotonic_ns()
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            print("archbench_topdown --timeline: archbench_pmsampler did not end within 60 s and was killed: its last "
+                  "samples may be missing", file=sys.stderr)
+        if keep and raw and os.path.exists(self.path):
+            with open(raw, "ab") as out, open(self.path, "rb") as f:
+                shutil.copyfileobj(f, out)
+        for p in (self.path, self.log):
+            if os.path.exists(p) and (keep or p == self.path):
+                os.remove(p)
+        return (time.monotonic_ns() - t) * 1e-9
+
+
 def sample_run(a, cmd, context):
     """The program natively (wall time; not with --no-native), then under the PM-sampling library;
     the times, the overhead and the raw file's path go in context; returns the sampled run's exit
-    status."""
+    status. By default (--start before) archbench_pmsampler samples the device from its own process,
+    started before the program, whose library then only records kernels; where it cannot (no
+    sampler, several devices and no --device, a start refused), the library samples inside the
+    program (early), as said."""
     lib = find_lib(a.lib)
     if shutil.which(cmd[0]) is None and not os.path.isfile(cmd[0]):
         raise InputError(f"no such program: {cmd[0]}")
@@ -696,11 +854,36 @@ def sample_run(a, cmd, context):
     env = topdown.cupti_env(dict(os.environ))
     env.update({"CUDA_INJECTION64_PATH": lib, "ARCHBENCH_PM_OUT": raw, "ARCHBENCH_PM_INTERVAL_US": repr(a.interval_us)})
     for opt, var in ((a.decode_ms, "ARCHBENCH_PM_DECODE_MS"), (a.hw_buffer_mb, "ARCHBENCH_PM_HW_BUFFER_MB"),
-                     (a.metrics, "ARCHBENCH_PM_METRICS"), (a.start, "ARCHBENCH_PM_START"),
-                     (0 if a.no_wait else None, "ARCHBENCH_PM_WAIT_S")):
+                     (a.metrics, "ARCHBENCH_PM_METRICS"), (0 if a.no_wait else None, "ARCHBENCH_PM_WAIT_S"),
+                     (a.device, "ARCHBENCH_PM_DEVICE")):
         if opt is not None:
             env[var] = str(opt)
-    rc, context["sampled_s"], context["spawn_ns"], context["exit_ns"] = timed(cmd, env)
+    start, sampler = a.start or "before", None
+    if start == "before":
+        command = find_sampler(lib)
+        why = None if command else f"no archbench_pmsampler beside {lib}"
+        if command:
+            sampler = Sampler(command, dict(env, ARCHBENCH_PM_ROLE="sampler", ARCHBENCH_PM_START="early"), raw)
+            why = sampler.ready()
+        if why:
+            sampler, start = None, "early"
+            context["start_fallback"] = f"not sampled from a process of its own ({why}): sampled inside the program"
+            print(f"archbench_topdown --timeline: {context['start_fallback']}", file=sys.stderr)
+        else:
+            context["sampler_ready_s"] = sampler.ready_s
+            start = "outside"
+    env["ARCHBENCH_PM_START"] = start
+    if os.path.exists(raw):
+        os.remove(raw)  # an earlier run's: the program's library writes it anew, the sampler's are appended
+    try:
+        rc, context["sampled_s"], context["spawn_ns"], context["exit_ns"] = timed(cmd, env)
+    finally:
+        if sampler:
+            context["sampler_stop_s"] = sampler.stop(raw)
+    if sampler:
+        with open(raw, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"type": "exit", "status": rc, "start_ns": context["spawn_ns"],
+                                "end_ns": context["exit_ns"], "command": context["command"]}) + "\n")
     if context.get("native_s"):
         context["overhead"] = context["sampled_s"] / context["native_s"]
     context["raw"] = raw
@@ -717,12 +900,19 @@ def run(argv):
     ap.add_argument("--decode-ms", type=int, help="time between two decodes of the hardware buffer (default 20)")
     ap.add_argument("--hw-buffer-mb", type=int,
                     help="CUPTI's hardware buffer for samples (default: 8 decode periods' samples, 32 to 512 MB)")
-    ap.add_argument("--start", choices=("early", "context", "launch", "sync"),
-                    help="when the library starts sampling: early (default: prepared as the library loads and "
+    ap.add_argument("--start", choices=("before", "early", "context", "launch", "sync"),
+                    help="where and when the sampling starts: before (default: a process of its own, "
+                         "archbench_pmsampler, samples the device from before the program starts until it has "
+                         "exited, and the program's process only records its kernels; where the sampler cannot "
+                         "start, early), or inside the program: early (prepared as the library loads and "
                          "started at once where the process sees one device, ahead of the program's context; "
                          "else as context), context (started on the first context's device), launch (the "
-                         "device part at the first launch) or sync (everything at the first launch); the first "
-                         "launch waits for the start")
+                         "device part at the first launch) or sync (everything at the first launch); inside, "
+                         "the first launch waits for the start")
+    ap.add_argument("--device", type=int, metavar="N",
+                    help="the device to sample (CUDA's ordinal, as the program sees it); needed for --start before "
+                         "where several devices are visible (else it samples inside the program, on its first "
+                         "context's device)")
     ap.add_argument("--no-wait", action="store_true",
                     help="the program's launches do not wait for the sampling to start (by default the first one "
                          "waits for what is left of it, up to 0.1 s on an H100): the kernels that ran before the "
@@ -746,10 +936,18 @@ def run(argv):
         ap.error("--interval-us takes a time > 0")
     run_context = {}
     rc = sample_run(a, cmd, run_context) if cmd else 0
+    if cmd and not os.path.exists(run_context["raw"]):
+        print(f"archbench_topdown --timeline: {cmd[0]} made no CUDA call (the library was never loaded): nothing was "
+              "sampled", file=sys.stderr)
+        return rc
     recs = load(a.report or run_context["raw"])
+    if cmd and not by_role(recs)[0]["process"]:
+        print(f"archbench_topdown --timeline: {cmd[0]} made no CUDA call (the library was never loaded): its run "
+              "had no kernel to show", file=sys.stderr)
     res = analyse(recs)
     res["context"].update(run_context)
-    proc, end = (recs["process"] or [{}])[0], (recs["end"] or [{}])[0]
+    prog, _ = by_role(recs)
+    proc, end = (prog["process"] or [{}])[0], (prog["end"] or [{}])[0]
     res["context"].update(process_start_ns=proc.get("start_ns"), end_ns=end.get("end_ns"))
     if a.stall_split:
         if not apply_stall_split(res, stall_split_of(a.stall_split), a.stall_split):
@@ -760,7 +958,7 @@ def run(argv):
     print(text_report(res, a.by_invocation))
     c = res["context"]
     if "overhead" in c:
-        wait = (c.get("costs") or {}).get("first_launch_wait_s")
+        wait = None if c.get("sampler") else (c.get("costs") or {}).get("first_launch_wait_s")
         print(f"\nwall time: native {c['native_s']:.3f} s, sampled {c['sampled_s']:.3f} s, overhead {c['overhead']:.2f}x"
               + (f" (the first launch waited {wait:.3f} s for the start)" if wait is not None else ""))
     elif "sampled_s" in c:

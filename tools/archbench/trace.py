@@ -784,24 +784,6 @@ def dynamic_elf(path):
     return any(struct.unpack(end + "I", table[i * phentsize:i * phentsize + 4])[0] == 3 for i in range(phnum))  # PT_INTERP
 
 
-def exit_like_shell(rc):
-    """The program's exit as the shell saw it: its status, or death by the same signal (re-raised
-    here, without a core of this script; 128+N where the signal cannot be re-raised)."""
-    if rc >= 0:
-        return rc
-    sig = -rc
-    try:
-        import resource
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        sys.stdout.flush()
-        sys.stderr.flush()
-        signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
-    except (OSError, ValueError):
-        pass
-    return 128 + sig
-
-
 def cmd_run(args):
     """Runs the program traced; returns its exit status (shell convention: 127 not found, 126 not executable)."""
     log = sys.stderr
@@ -869,7 +851,7 @@ def cmd_run(args):
         return rc, time.monotonic() - t
 
     if not traced:
-        return exit_like_shell(timed(dict(os.environ))[0])
+        return cli.exit_like_shell(timed(dict(os.environ))[0])
     untraced = []
     if args.overhead:
         for _ in range(args.repeat):
@@ -903,7 +885,7 @@ def cmd_run(args):
         say("no trace: the program " + ("made no OpenCL/CUDA call" if rc >= 0 else
                                           "made no OpenCL/CUDA call before it ended") +
             ", or the tracer could not attach (its message above says why)")
-        return exit_like_shell(rc)
+        return cli.exit_like_shell(rc)
     if not args.no_report:
         procs = load(raw)
         symbolize(procs)
@@ -921,7 +903,7 @@ def cmd_run(args):
         write_json(os.path.join(args.out, "summary.json"), summary, indent=1)
         write_json(os.path.join(args.out, "trace.json.gz"), chrome_trace(procs))
         say(f"{args.out}/summary.json, {args.out}/trace.json.gz (open in https://ui.perfetto.dev)")
-    return exit_like_shell(rc)
+    return cli.exit_like_shell(rc)
 
 
 def main(argv=None):

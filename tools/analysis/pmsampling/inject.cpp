@@ -42,7 +42,11 @@
 // object (to evaluate samples) is built on a second thread meanwhile; samples decoded before it
 // is there are set aside and evaluated when it is. `launch`: the device part at the first launch (a process that creates a context but
 // launches nothing leaves the device to others); `sync`: everything at the first launch, on the
-// launching thread.
+// launching thread. `outside`: the device is sampled by another process, archbench_pmsampler
+// (sampler.cpp: this library loaded with ARCHBENCH_PM_ROLE=sampler, started early before the program
+// was; PM sampling counts the whole device, whichever process runs on it), so the program's process
+// carries only the kernel records and the launches, flushed every second by a thread of the library;
+// enabling, configuring and decoding are out of its way.
 // The thread then decodes the hardware buffer every ARCHBENCH_PM_DECODE_MS and writes one line a
 // sample as it goes (flushed): its GPU start and end, the raw counter values and the level-1
 // fractions (the arithmetic of fixtures/meters/topdown.cpp, every part a fraction of IPC_MAX).
@@ -62,7 +66,10 @@
 //   ARCHBENCH_PM_OUT           output file (default ./pmsampling-<pid>.jsonl)
 //   ARCHBENCH_PM_INTERVAL_US   sampling interval in microseconds (default 100)
 //   ARCHBENCH_PM_DECODE_MS     time between two decodes of the hardware buffer (default 20)
-//   ARCHBENCH_PM_START         early (default), context, launch or sync (see above)
+//   ARCHBENCH_PM_START         early (default), context, launch, sync or outside (see above)
+//   ARCHBENCH_PM_ROLE          sampler: archbench_pmsampler's process (its records say "role":"sampler";
+//                              a start that cannot be made early is an error, not a wait for a context)
+//   ARCHBENCH_PM_DEVICE        the device (ordinal) the early start samples, however many the process sees
 //   ARCHBENCH_PM_WAIT_S        at most this long a first launch waits for the start (default 10;
 //                              0: it does not wait)
 //   ARCHBENCH_PM_HW_BUFFER_MB  CUPTI's hardware buffer (default: 8 decodes' samples at the counter
@@ -220,8 +227,11 @@ struct Settings {
   std::uint32_t max_samples = 0;  // 0: from the interval and the decode period
   bool keep_latest = false, kernels = true, disable = true;
   double wait_s = 10;
-  std::string start = "early";  // early, context, launch or sync
+  std::string start = "early";  // early, context, launch, sync or outside
+  bool sampler = false;          // ARCHBENCH_PM_ROLE=sampler: archbench_pmsampler's process, its records marked
+  int device = -1;               // ARCHBENCH_PM_DEVICE: the device started early, however many there are
   std::string metrics, cache;
+  bool outside() const { return start == "outside"; }
 };
 
 // ---- The counters: which part of the level-1 formulas each collected metric feeds ----------
@@ -921,6 +931,7 @@ State& state() {
 void emit(State& s, tr::JsonLine&& line, bool flush = false) {
   std::lock_guard<std::mutex> lock(s.out_mu);
   if (!s.out || getpid() != s.pid) return;
+  if (s.cfg.sampler) line.str("role", "sampler");  // told apart from the program's once the files are merged
   line.write(s.out);
   if (flush) std::fflush(s.out);
 }
@@ -1525,7 +1536,7 @@ void start_device(State& s, Prep& prep, Times& t, const std::string& start_how) 
 // config record's `start`). Returns how the start was made, or why not ahead.
 std::string start_early(State& s, Prep& prep, Times& t) {
   int count = 0;
-  if (cuDeviceGetCount(&count) != CUDA_SUCCESS || count != 1)
+  if (s.cfg.device < 0 && (cuDeviceGetCount(&count) != CUDA_SUCCESS || count != 1))
     return "context (not ahead: " + std::to_string(count) + " devices, the first context's sampled)";
   {
     std::lock_guard<std::mutex> lk(s.ctl_mu);
@@ -1566,7 +1577,7 @@ void setup_main() {
     error = "cuInit: " + tr::cu_words(r);  // no device: the program says so itself
   } else {
     try {
-      prep = prepare(s, 0, t);
+      prep = prepare(s, std::uint32_t(std::max(s.cfg.device, 0)), t);
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -1574,9 +1585,11 @@ void setup_main() {
   int device = -1;
   std::string start_how = s.cfg.start;
   if (prep && s.cfg.start == "early") start_how = start_early(s, *prep, t);
+  if (s.cfg.sampler && !s.sampling && error.empty())
+    error = "archbench_pmsampler could not start the sampling ahead of the program: " + start_how;
   if (s.sampling) {
     device = int(prep->ordinal);
-  } else {
+  } else if (error.empty()) {
     std::unique_lock<std::mutex> lk(s.ctl_mu);
     if (prep) {
       s.phase = Phase::prepared;
@@ -1692,7 +1705,8 @@ void finish(const char* why, int wait_s) {
   t.put("total_ns", total);
   const Stats st = s.stats;
   if (!st.last_error.empty() && trouble.empty()) trouble = st.last_error;
-  const char* phase = s.sampling ? "sampled"
+  const char* phase = s.sampling        ? "sampled"
+                      : s.cfg.outside() ? "outside (archbench_pmsampler sampled the device)"
                       : s.phase == Phase::failed ? "failed"
                       : s.phase == Phase::preparing || s.phase == Phase::prepared ? "never started (no context or launch)"
                                                                                    : "never started";
@@ -1709,7 +1723,11 @@ void finish(const char* why, int wait_s) {
                                            std::to_string(st.set_aside) + "}")
                         .raw("exit", t.json()).str("trouble", trouble).unum("end_ns", tr::now_ns())),
        true);
-  if (s.sampling)
+  if (s.cfg.outside())
+    std::fprintf(stderr, "%s: %llu kernel records, %llu launches (the device sampled by archbench_pmsampler); %s\n",
+                 kTag, static_cast<unsigned long long>(s.kernel_records.load()),
+                 static_cast<unsigned long long>(s.launches.load()), s.out_path.c_str());
+  else if (s.sampling)
     std::fprintf(stderr, "%s: %llu samples%s, %llu kernel records, %llu launches; %s\n", kTag,
                  static_cast<unsigned long long>(st.samples), st.lost ? " (some lost)" : "",
                  static_cast<unsigned long long>(s.kernel_records.load()),
@@ -1821,7 +1839,7 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
       wait_for_start(s, cb->context);
     }
   }
-  if (!s.sampling) return;
+  if (!s.sampling && !s.cfg.outside()) return;
   const bool graph = id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch || id == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
   ++s.launches;
   tr::JsonLine line("launch");
@@ -1868,9 +1886,11 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   if (const char* e = std::getenv("ARCHBENCH_PM_CACHE")) c.cache = e;
   if (const char* e = std::getenv("ARCHBENCH_PM_START"); e && *e) {
     const std::string v = e;
-    if (v == "early" || v == "context" || v == "launch" || v == "sync") c.start = v;
-    else std::fprintf(stderr, "%s: ARCHBENCH_PM_START=%s is not early, context, launch or sync; using early\n", kTag, e);
+    if (v == "early" || v == "context" || v == "launch" || v == "sync" || v == "outside") c.start = v;
+    else std::fprintf(stderr, "%s: ARCHBENCH_PM_START=%s is not early, context, launch, sync or outside; using early\n", kTag, e);
   }
+  if (const char* e = std::getenv("ARCHBENCH_PM_ROLE")) c.sampler = std::string(e) == "sampler";
+  c.device = int(env_number("ARCHBENCH_PM_DEVICE", -1, -1, 1 << 16));
   const char* path = std::getenv("ARCHBENCH_PM_OUT");
   s.out_path = path && *path ? path : "pmsampling-" + std::to_string(getpid()) + ".jsonl";
   s.out = std::fopen(s.out_path.c_str(), "w");
@@ -1904,7 +1924,13 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     s.activity = "none (ARCHBENCH_PM_KERNELS=0): launches only";
   }
   tr::exit_first(at_exit);
-  if (c.start != "sync" && !spawn(setup_entry, "setup")) {
+  if (c.outside()) {  // archbench_pmsampler samples the device: kernels and launches only, flushed as they go
+    clock_line(s, "program");
+    set_phase(s, Phase::stopped);
+    std::lock_guard<std::mutex> lk(s.ctl_mu);
+    s.setup_returned = true;
+  }
+  if (c.outside() ? !spawn(decode_loop, "flush") : c.start != "sync" && !spawn(setup_entry, "setup")) {
     std::lock_guard<std::mutex> lk(s.ctl_mu);
     s.setup_returned = true;  // no thread to wait for
   }
