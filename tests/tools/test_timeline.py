@@ -318,6 +318,9 @@ class Analysis(unittest.TestCase):
         for name, want in (("a(float*)", L0), ("b()", L2)):
             for q, v in want.items():
                 self.assertAlmostEqual(k[name][q], v, msg=f"{name} {q}")
+        # The samples cover 300 of the 390 us from the first one to the program's end: said.
+        self.assertAlmostEqual(c["coverage"]["share"], 300 / 390)
+        self.assertIn("warning: the samples cover 0.000 s of the 0.000 s", timeline.text_report(res))
         costs = c["costs"]
         self.assertAlmostEqual(costs["decode_s"], 0.007)  # the sampler's decoding, its exit apart
         self.assertAlmostEqual(costs["sampler_exit_s"], 0.002)

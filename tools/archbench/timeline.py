@@ -284,6 +284,16 @@ def analyse(recs):
     before = [i["end_s"] - i["start_s"] for i in invocations if i["end_s"] <= first]
     context["before_sampling"] = {"launches": len(before), "gpu_time_s": sum(before),
                                   "gpu_share": sum(before) / gpu_total if gpu_total else 0.0}
+    # How much of the time from the first sample (the program's start, where the sampler was there
+    # first) to the program's end the samples cover: less where the sampling stopped early (another
+    # tool took the performance monitors) or CUPTI's records lost their time (`empty`).
+    w0 = samples[0]["start_s"] if samples else 0.0
+    w0 = max(w0, 0.0) if samp is not prog else w0
+    w1 = (p_end - t_base) * 1e-9 if p_end else (samples[-1]["end_s"] if samples else w0)
+    if samples and w1 > w0:
+        covered = sum(max(0.0, min(x["end_s"], w1) - max(x["start_s"], w0)) for x in samples)
+        context["coverage"] = {"covered_s": covered, "window_s": w1 - w0, "share": covered / (w1 - w0),
+                               "last_sample_s": samples[-1]["end_s"]}
     kernels = []
     for a in sorted(by_name.values(), key=lambda a: -a["gpu_time_s"]):
         row = dict(a)
@@ -304,6 +314,7 @@ def analyse(recs):
             context["program_exit"] = ext["status"]
     context.update(samples=len(samples), active_samples=sum(1 for s in samples if s["level1"]),
                    lost=end.get("lost", 0), overflow=end.get("overflow", False), ended=end.get("why", ""),
+                   empty=end.get("empty", 0),
                    trouble="; ".join(x for x in dict.fromkeys((end.get("trouble", ""), p_end_rec.get("trouble", ""))) if x),
                    kernel_records=len(records), launches=len(launches),
                    first_s=samples[0]["start_s"] if samples else None, last_s=samples[-1]["end_s"] if samples else None)
@@ -556,7 +567,15 @@ def text_report(res, by_invocation=False):
     lines.append(f"sampling interval {c['interval_ns'] / 1e3:g} us ({c.get('trigger')}): {c['samples']} samples over "
                  f"{span:.3f} s, {c['active_samples']} with instructions executed"
                  + (f"; {c['lost']} lost" if c.get("lost") else "")
-                 + ("; the hardware buffer overflowed" if c.get("overflow") else ""))
+                 + ("; the hardware buffer overflowed" if c.get("overflow") else "")
+                 + (f"; {c['empty']} records without time of their own left out" if c.get("empty") else ""))
+    cov = c.get("coverage") or {}
+    if cov and cov["share"] < 0.9:
+        lines.append(f"  warning: the samples cover {cov['covered_s']:.3f} s of the {cov['window_s']:.3f} s from the sampling's "
+                     f"start to the program's end ({100 * cov['share']:.0f}%; the last ends at {cov['last_sample_s']:.3f} s): "
+                     "the level 1 shown is of that part only (another tool using the GPU's performance monitors, such "
+                     "as a second timeline or Nsight, stops the sampling; CUPTI's records can lose their time, said "
+                     "as records without time)")
     measured = res.get("measured_quantities", q)
     lines.append(f"level 1 from one pass: {', '.join(measured)} ({len(c['metrics'])} counters: "
                  f"{', '.join(c['metrics'])}; chosen by {c.get('selection')})")
@@ -899,7 +918,8 @@ def run(argv):
                          "on the library's thread: 1000 for a tenth of that on long or short runs)")
     ap.add_argument("--decode-ms", type=int, help="time between two decodes of the hardware buffer (default 20)")
     ap.add_argument("--hw-buffer-mb", type=int,
-                    help="CUPTI's hardware buffer for samples (default: 8 decode periods' samples, 32 to 512 MB)")
+                    help="CUPTI's hardware buffer for samples (default: 512 MB in archbench_pmsampler; inside the "
+                         "program 8 decode periods' samples, 32 to 512 MB)")
     ap.add_argument("--start", choices=("before", "early", "context", "launch", "sync"),
                     help="where and when the sampling starts: before (default: a process of its own, "
                          "archbench_pmsampler, samples the device from before the program starts until it has "

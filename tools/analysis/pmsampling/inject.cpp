@@ -73,7 +73,7 @@
 //   ARCHBENCH_PM_WAIT_S        at most this long a first launch waits for the start (default 10;
 //                              0: it does not wait)
 //   ARCHBENCH_PM_HW_BUFFER_MB  CUPTI's hardware buffer (default: 8 decodes' samples at the counter
-//                              data's size per sample, 32 to 512 MB)
+//                              data's size per sample, 32 to 512 MB; 512 MB in archbench_pmsampler)
 //   ARCHBENCH_PM_MAX_SAMPLES   slots of a counter-data image (default: 2 decodes' samples and 64
 //                              more, 128 to 16384)
 //   ARCHBENCH_PM_APPEND        oldest (default: an overflow stops the sampling, said) or latest
@@ -1456,8 +1456,12 @@ void start_device(State& s, Prep& prep, Times& t, const std::string& start_how) 
     s.stats.reinit_ns = 0;
     t.lap("counter_data_ns");
     // The hardware buffer: 8 decodes' samples at the image's size per sample (the raw records are
-    // not larger), 32 to 512 MB, unless given.
+    // not larger), 32 to 512 MB, unless given; in archbench_pmsampler's process 512 MB (CUPTI
+    // Python's default), which its decoding keeps up with: a 5.5 s memory-bound run on an H100
+    // overflowed 74 MB, as the first decodes waited for the host object and later ones read images
+    // of same-time records, and kept all of its 37,000 samples in 512 MB.
     std::size_t hw = s.cfg.hw_buffer;
+    if (!hw && s.cfg.sampler) hw = std::size_t(512) << 20;
     if (!hw) {
       const double want = double(slot) * std::max(per_decode, 1.0) * 8;
       hw = std::size_t(std::clamp(std::ceil(want / double(1 << 20)), 32.0, 512.0)) << 20;
