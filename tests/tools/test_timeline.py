@@ -321,6 +321,7 @@ class Analysis(unittest.TestCase):
         # The samples cover 300 of the 390 us from the first one to the program's end: said.
         self.assertAlmostEqual(c["coverage"]["share"], 300 / 390)
         self.assertIn("warning: the samples cover 0.000 s of the 0.000 s", timeline.text_report(res))
+        self.assertNotIn("--interval-us 1000", timeline.text_report(res))  # no record without time here
         costs = c["costs"]
         self.assertAlmostEqual(costs["decode_s"], 0.007)  # the sampler's decoding, its exit apart
         self.assertAlmostEqual(costs["sampler_exit_s"], 0.002)

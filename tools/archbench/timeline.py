@@ -17,8 +17,10 @@ no --device, a start refused), the library samples inside the program, as --star
 the process sees one device the sampling starts ahead of the program's context, else on the first
 context's device; the first launch waits for the start (0-0.1 s on an H100 with the chip's counter
 set cached) so that no kernel goes unsampled; with --no-wait the launches go on and the kernels that
-ran before the start are counted as unsampled. Inside the program each sample costs CUPTI about
-40 us to decode on the library's thread: --interval-us 1000 samples a tenth as often.
+ran before the start are counted as unsampled. CUPTI takes 40-100 us to decode a sample, so a busy
+run of more than about half a second at the default 100 us outgrows the counter-data image; the
+records then decoded carry no time of their own, are left out and counted, and the report warns
+how much of the run the samples cover: --interval-us 1000 for such runs.
 The library samples the counters TopDown level 1 needs that fit in one pass and says which level-1
 quantities that allows and what is approximated: retire, divergence, and frontend and backend
 where every stall reason is counted; where only some are (with the active warps), frontend or
@@ -41,7 +43,7 @@ The text gives the sampling interval and the samples count, the run's and each k
 (--by-invocation: each launch, the evolution of seed 004 figure 5.5); --json writes all of it with
 every sample's fractions; -o CHART.png|svg draws the evolution: the level-1 fractions stacked over
 the run's time, kernels marked under them (matplotlib, else a plain SVG). Exit status: the
-program's own (2 for a bad option or a malformed file).
+program's own, or death by its signal (2 for a bad option or a malformed file).
 """
 import argparse
 import bisect
@@ -571,11 +573,16 @@ def text_report(res, by_invocation=False):
                  + (f"; {c['empty']} records without time of their own left out" if c.get("empty") else ""))
     cov = c.get("coverage") or {}
     if cov and cov["share"] < 0.9:
-        lines.append(f"  warning: the samples cover {cov['covered_s']:.3f} s of the {cov['window_s']:.3f} s from the sampling's "
-                     f"start to the program's end ({100 * cov['share']:.0f}%; the last ends at {cov['last_sample_s']:.3f} s): "
+        lines.append(f"  warning: the samples cover {cov['covered_s']:.3f} s of the {cov['window_s']:.3f} s from the first "
+                     f"sample to the program's end ({100 * cov['share']:.0f}%; the last ends at {cov['last_sample_s']:.3f} s): "
                      "the level 1 shown is of that part only (another tool using the GPU's performance monitors, such "
-                     "as a second timeline or Nsight, stops the sampling; CUPTI's records can lose their time, said "
-                     "as records without time)")
+                     "as a second timeline or Nsight, stops the sampling)")
+        if c.get("empty"):
+            lines.append("  CUPTI decodes about one sample per 100 us, so a busy run longer than about half a second "
+                         "outgrows the counter-data image, and the records decoded into a full image carry no time "
+                         "of their own: sample less often (--interval-us 1000 covered 98% of a 5.5 s run on an H100) "
+                         "or give the image room (ARCHBENCH_PM_MAX_SAMPLES=16384 covered all of it, with 760 MB of "
+                         "host memory and 5 s of decoding after the program)")
     measured = res.get("measured_quantities", q)
     lines.append(f"level 1 from one pass: {', '.join(measured)} ({len(c['metrics'])} counters: "
                  f"{', '.join(c['metrics'])}; chosen by {c.get('selection')})")
@@ -914,8 +921,11 @@ def sample_run(a, cmd, context):
 def run(argv):
     ap = argparse.ArgumentParser(prog="archbench_topdown.py --timeline", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--interval-us", type=float, default=100.0, help="sampling interval in microseconds (default 100; CUPTI takes about 40 us to decode each sample, "
-                         "on the library's thread: 1000 for a tenth of that on long or short runs)")
+    ap.add_argument("--interval-us", type=float, default=100.0,
+                    help="sampling interval in microseconds (default 100). CUPTI takes 40-100 us to decode a sample "
+                         "(in archbench_pmsampler's process, or inside the program on the library's thread), so a "
+                         "busy run of more than about half a second outgrows its counter-data image and the report "
+                         "warns that the samples cover part of it: 1000 for such runs (98%% of a 5.5 s run on an H100)")
     ap.add_argument("--decode-ms", type=int, help="time between two decodes of the hardware buffer (default 20)")
     ap.add_argument("--hw-buffer-mb", type=int,
                     help="CUPTI's hardware buffer for samples (default: 512 MB in archbench_pmsampler; inside the "
