@@ -31,7 +31,8 @@ import tempfile
 
 
 def run(mock, out, cache, *args, start=None, wait=None, env_extra=None):
-    env = dict(os.environ, ARCHBENCH_PM_OUT=out, ARCHBENCH_PM_CACHE=cache, **(env_extra or {}))
+    env = dict(os.environ, ARCHBENCH_PM_OUT=out, ARCHBENCH_PM_CACHE=cache, ARCHBENCH_PM_LOCK_DIR=os.path.dirname(cache),
+               **(env_extra or {}))
     env.pop("ARCHBENCH_PM_WAIT_S", None)
     if wait is not None:  # "0": the launches do not wait (archbench_topdown.py --timeline --no-wait)
         env["ARCHBENCH_PM_WAIT_S"] = wait
@@ -152,7 +153,8 @@ def main():
     # 9. The command's default: the sampler's own process, then the program.
     def timeline(name, extra_env, *program):
         raw, j = os.path.join(d, name + ".jsonl"), os.path.join(d, name + ".json")
-        env = dict(os.environ, ARCHBENCH_PM_SAMPLER=f"{a.mock} sampler", ARCHBENCH_PM_CACHE=cache, **extra_env)
+        env = dict(os.environ, ARCHBENCH_PM_SAMPLER=f"{a.mock} sampler", ARCHBENCH_PM_CACHE=cache,
+                   ARCHBENCH_PM_LOCK_DIR=d, **extra_env)
         p = subprocess.run([sys.executable, a.tool, "--timeline", "--no-native", "--lib", a.mock, "--raw", raw,
                             "--json", j, "--", a.mock, *program], env=env, capture_output=True, text=True, timeout=120)
         print(p.stdout, p.stderr, sep="\n")
@@ -178,6 +180,22 @@ def main():
            f"fallback: rc {p.returncode}, {c.get('start_fallback')}")
     expect(str(c.get("start", "")).startswith("context (not ahead: 2 devices") and c.get("samples", 0) >= 1,
            f"fallback: start {c.get('start')}, {c.get('samples')} samples")
+    # 11. A second session on a GPU another one samples: refused by the lock before CUPTI is asked
+    # (whose enable would stop the first one's samples), said, and the program runs on.
+    holder = subprocess.Popen([a.mock, "sampler"], stdin=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              env=dict(os.environ, ARCHBENCH_PM_OUT=os.path.join(d, "11h.jsonl"), ARCHBENCH_PM_CACHE=cache,
+                                       ARCHBENCH_PM_LOCK_DIR=d, ARCHBENCH_PM_ROLE="sampler"))
+    for _ in range(3000):  # until the holder samples (its config record)
+        if os.path.exists(os.path.join(d, "11h.jsonl")) and '"type":"config"' in open(os.path.join(d, "11h.jsonl")).read():
+            break
+        import time
+        time.sleep(0.01)
+    p, recs = run(a.mock, os.path.join(d, "11.jsonl"), cache, "50")
+    holder.stdin.close()
+    holder.wait(60)
+    errors = " ".join(e.get("reason", "") for e in recs.get("error", []))
+    expect(p.returncode == 0 and "another archbench timeline samples this GPU (process " + str(holder.pid) in errors
+           and not recs.get("sample"), f"locked: rc {p.returncode}, errors {errors!r}, {len(recs.get('sample', []))} samples")
     if failures:
         print("FAIL:\n  " + "\n  ".join(failures))
         return 1

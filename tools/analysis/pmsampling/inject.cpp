@@ -80,6 +80,7 @@
 //   ARCHBENCH_PM_KERNELS       1 (default): kernel activity records; 0: launches only
 //   ARCHBENCH_PM_DISABLE       1 (default): PM sampling disabled at the end (timed); 0: left to exit
 //   ARCHBENCH_PM_METRICS       comma-separated metrics to collect instead of the search
+//   ARCHBENCH_PM_LOCK_DIR      where the GPU's lock file is (default /tmp; see lock_device)
 //   ARCHBENCH_PM_CACHE         file of the chip's one-pass set (default
 //                              $XDG_CACHE_HOME/archbench/pmsampling-v2-<chip>.metrics; 0: none)
 #include <cuda.h>
@@ -90,6 +91,8 @@
 #include <cupti_target.h>
 #include <pthread.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <sys/syscall.h>
@@ -878,6 +881,7 @@ struct State {
   std::string out_path;
   FILE* out = nullptr;
   std::mutex out_mu;  // the file; never held while calling CUPTI
+  int device_lock = -1;  // the GPU's lock file, held (flock) while this process samples it
   CUpti_SubscriberHandle sub = nullptr;
 
   std::mutex ctl_mu;  // phase, the device asked for, the threads' control
@@ -1418,7 +1422,38 @@ std::unique_ptr<Prep> prepare(State& s, std::uint32_t ordinal, Times& t) {
 // Enables PM sampling on the prepared device, with a counter-data image and hardware buffer sized
 // to the interval and the decode period, and starts it (throws saying why it cannot); writes the
 // config record with the setup's times (`t`).
+// Takes the GPU's lock (ARCHBENCH_PM_LOCK_DIR, default /tmp: archbench-pmsampling-<PCI bus>.lock),
+// held until the process ends; throws where another process holds it. A second PM-sampling
+// session's enable stops the first one's samples (seen on the H100: the first kept 1 sample) before
+// CUPTI refuses its configuration, so two archbench timelines on one GPU never try at once.
+void lock_device(State& s, const Prep& prep) {
+  if (s.device_lock >= 0) return;
+  const char* dir = std::getenv("ARCHBENCH_PM_LOCK_DIR");
+  const std::string path = std::string(dir && *dir ? dir : "/tmp") + "/archbench-pmsampling-" +
+                           (prep.bus.empty() ? std::to_string(prep.ordinal) : prep.bus) + ".lock";
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+  if (fd < 0) fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);  // another user's file
+  if (fd < 0) return;  // no lock to be had: CUPTI alone decides
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char pid[32] = "";
+    const ssize_t n = pread(fd, pid, sizeof pid - 1, 0);
+    pid[n > 0 ? n : 0] = '\0';
+    close(fd);
+    std::string who = pid;
+    while (!who.empty() && std::isspace(static_cast<unsigned char>(who.back()))) who.pop_back();
+    throw std::runtime_error("another archbench timeline samples this GPU (process " + (who.empty() ? "?" : who) +
+                             ", " + path + "): not started, which would have stopped its sampling");
+  }
+  if (ftruncate(fd, 0) == 0) {
+    const std::string me = std::to_string(getpid()) + "\n";
+    if (pwrite(fd, me.data(), me.size(), 0) < 0) {
+    }
+  }
+  s.device_lock = fd;
+}
+
 void start_device(State& s, Prep& prep, Times& t, const std::string& start_how) {
+  lock_device(s, prep);
   Plan plan = plan_of(prep.choice.metrics, prep.choice.chip_reasons);
   plan.notes.insert(plan.notes.end(), prep.choice.notes.begin(), prep.choice.notes.end());
   const std::vector<std::string> metrics = prep.choice.metrics;
