@@ -279,9 +279,18 @@ class Analysis(unittest.TestCase):
         clock = recs["clock"][0]
         self.assertEqual(timeline.sample_clock(recs, clock["realtime_ns"] + 5 * US),
                          (MONO - clock["realtime_ns"], "host real time"))
-        off, how = timeline.sample_clock(recs, 42 * 10 ** 9)  # a clock of its own: the first sample starts with sampling
+        off, how = timeline.sample_clock(recs, 42 * 10 ** 9)  # a clock of its own: the first sample ends as sampling starts
         self.assertEqual(off, MONO - 42 * 10 ** 9)
         self.assertIn("aligned at the start", how)
+
+    def test_first_sample_reaching_back_a_second(self):
+        # After an uncached search CUPTI's first sample began 1.1 s before the start (H100): its end,
+        # not its start, names the clock, and the samples stay on the program's time axis.
+        recs = records()
+        recs[4] = dict(sample(0, S0, L0), start=CUPTI - 1_100_000_000)
+        res = timeline.analyse(timeline.load(write(recs)[1]))
+        self.assertEqual(res["context"]["sample_clock"], "CUPTI timestamps")
+        self.assertAlmostEqual(res["samples"][2]["end_s"], 0.5 + 310e-6)
 
     def test_chart_merges_samples_beyond_its_limit(self):
         res = timeline.analyse(timeline.load(write(records())[1]))

@@ -180,9 +180,11 @@ def level1(c, quantities, stall_class):
 
 
 def sample_clock(recs, first_ns):
-    """(offset, how): the PM samples' timestamps + offset = the host's CLOCK_MONOTONIC. The GPU's
-    clock is whichever known clock (CUPTI's timestamp, the host's real time) read at the start is
-    within a second of the first sample; else the first sample is taken to start with sampling."""
+    """(offset, how): the PM samples' timestamps + offset = the host's CLOCK_MONOTONIC. first_ns is
+    the END of the first sample: CUPTI's first sample reaches back before the start, by 1.1 s after
+    an uncached search on the H100, and ends as sampling starts. The GPU's clock is whichever known
+    clock (CUPTI's timestamp, the host's real time) read at the start is within a second of it; else
+    the first sample is taken to end as sampling starts."""
     start = next((c for c in recs["clock"] if c.get("when") == "start"), recs["clock"][0] if recs["clock"] else None)
     if start is None:
         return 0, "none (no clock record)"
@@ -191,7 +193,7 @@ def sample_clock(recs, first_ns):
     if near:
         key = min(near)[1]
         return start["mono_ns"] - start[key], {"cupti_ns": "CUPTI timestamps", "realtime_ns": "host real time"}[key]
-    return start["mono_ns"] - first_ns, "aligned at the start (the first sample begins as sampling starts)"
+    return start["mono_ns"] - first_ns, "aligned at the start (the first sample ends as sampling starts)"
 
 
 def overlaps(samples, ends, t0, t1):
@@ -232,7 +234,7 @@ def analyse(recs):
     context.update(metrics=metrics, roles=roles, notes=cfg.get("notes", []),
                    approximations=cfg.get("approximations", []), not_collected=cfg.get("not_collected", {}))
     raw = sorted(recs["sample"], key=lambda s: int(s["start"]))
-    offset, clock = sample_clock(samp, int(raw[0]["start"])) if raw else (0, "none (no sample)")
+    offset, clock = sample_clock(samp, int(raw[0]["end"])) if raw else (0, "none (no sample)")
     context["sample_clock"] = clock
     # The sampler's samples from before the program started or after it ended are not its run's.
     p_end = next((int(e["end_ns"]) for e in prog["end"] if "end_ns" in e), int(ext.get("end_ns", 0)) or None)
