@@ -834,14 +834,17 @@ class Sampler:
             except FileNotFoundError:
                 pass
             if self.proc.poll() is not None:
-                return self.why_not()
+                why = self.why_not()
+                self.stop(keep=False)
+                return why
             if time.monotonic_ns() - self.t0 > limit_s * 1e9:
                 self.stop(keep=False)
                 return f"it did not start within {limit_s} s"
             time.sleep(0.005)
 
     def stop(self, raw=None, keep=True):
-        """Ends the sampler; with keep, appends its records to `raw`; the seconds it took."""
+        """Ends the sampler; with keep, appends its records to `raw` (its own file and log go); the
+        seconds it took."""
         t = time.monotonic_ns()
         try:
             self.proc.stdin.close()
@@ -858,7 +861,7 @@ class Sampler:
             with open(raw, "ab") as out, open(self.path, "rb") as f:
                 shutil.copyfileobj(f, out)
         for p in (self.path, self.log):
-            if os.path.exists(p) and (keep or p == self.path):
+            if os.path.exists(p):
                 os.remove(p)
         return (time.monotonic_ns() - t) * 1e-9
 
