@@ -9,7 +9,9 @@
 // archbench_pmsampler instead (sampler.cpp's main after the library's load), sampling until its
 // input ends. Sample times are the host's (CLOCK_MONOTONIC, as CUPTI's timestamps here): each
 // decode's 3 samples share out the time since the one before, so that a sampler's samples cover a
-// program's run. tests/pmsampling/pmsampling_host.py runs it and reads its records.
+// program's run. With FAKE_BEHIND=N, the decodes after the N-th find a full image of records
+// without time (as CUPTI's do once the decoding has fallen behind), until PM sampling is enabled
+// again. tests/pmsampling/pmsampling_host.py runs it and reads its records.
 #include <cuda.h>
 #include <cupti.h>
 #include <cupti_pmsampling.h>
@@ -39,6 +41,11 @@ std::uint64_t now() {  // CUPTI's timestamp: the host's monotonic clock, from kT
 }
 std::mutex mu;
 std::uint64_t last = 0;                                       // the last decode's time
+int decodes = 0, enables = 0;
+bool behind() {  // FAKE_BEHIND=N: after N decodes, until enabled again
+  const char* e = std::getenv("FAKE_BEHIND");
+  return e && decodes > std::atoi(e) && enables < 2;
+}
 std::map<const void*, std::pair<std::uint64_t, std::uint64_t>> window;  // an image's samples' span
 }  // namespace fake
 
@@ -77,6 +84,10 @@ CUptiResult cuptiPmSamplingGetCounterAvailability(CUpti_PmSampling_GetCounterAva
 }
 CUptiResult cuptiPmSamplingEnable(CUpti_PmSampling_Enable_Params* p) {
   fake::sleep_ms(30);
+  {
+    std::lock_guard<std::mutex> lk(fake::mu);
+    ++fake::enables;
+  }
   p->pPmSamplingObject = reinterpret_cast<CUpti_PmSampling_Object*>(&fake::object);
   return CUPTI_SUCCESS;
 }
@@ -102,18 +113,25 @@ CUptiResult cuptiPmSamplingDecodeData(CUpti_PmSampling_DecodeData_Params* p) {
     const std::uint64_t t = fake::now();
     fake::window[p->pCounterDataImage] = {fake::last, t};
     fake::last = t;
+    ++fake::decodes;
+    p->decodeStopReason = fake::behind() ? CUPTI_PM_SAMPLING_DECODE_STOP_REASON_COUNTER_DATA_FULL
+                                         : CUPTI_PM_SAMPLING_DECODE_STOP_REASON_END_OF_RECORDS;
   }
-  p->decodeStopReason = CUPTI_PM_SAMPLING_DECODE_STOP_REASON_END_OF_RECORDS;
   p->overflow = 0;
   return CUPTI_SUCCESS;
 }
 CUptiResult cuptiPmSamplingGetCounterDataInfo(CUpti_PmSampling_GetCounterDataInfo_Params* p) {
+  std::lock_guard<std::mutex> lk(fake::mu);
   p->numTotalSamples = 128;
-  p->numPopulatedSamples = p->numCompletedSamples = 3;
+  p->numPopulatedSamples = p->numCompletedSamples = fake::behind() ? 128 : 3;
   return CUPTI_SUCCESS;
 }
 CUptiResult cuptiPmSamplingCounterDataGetSampleInfo(CUpti_PmSampling_CounterData_GetSampleInfo_Params* p) {
   std::lock_guard<std::mutex> lk(fake::mu);
+  if (fake::behind()) {  // one repeated, earlier time
+    p->startTimestamp = p->endTimestamp = fake::kT0 + 1;
+    return CUPTI_SUCCESS;
+  }
   const auto [a, b] = fake::window[p->pCounterDataImage];
   p->startTimestamp = a + (b - a) * p->sampleIndex / 3;
   p->endTimestamp = a + (b - a) * (p->sampleIndex + 1) / 3;

@@ -180,6 +180,16 @@ def main():
            f"fallback: rc {p.returncode}, {c.get('start_fallback')}")
     expect(str(c.get("start", "")).startswith("context (not ahead: 2 devices") and c.get("samples", 0) >= 1,
            f"fallback: start {c.get('start')}, {c.get('samples')} samples")
+    # 12. The sampler's decoding falls behind (a full image of records without time): it restarts
+    # at ten times the interval, said, and the samples go on to the program's end.
+    p, doc, c = timeline("12", {"FAKE_BEHIND": "3"}, "400", "nocontext")
+    ch = (c.get("interval_changes") or [{}])[0]
+    expect(p.returncode == 0 and ch.get("interval_ns") == 1000000 and not ch.get("error"),
+           f"behind: rc {p.returncode}, interval changes {c.get('interval_changes')}")
+    later = [x for x in doc.get("samples", []) if x["start_s"] > ch.get("at_s", 1e9)]
+    expect(later and c.get("empty", 0) >= 64 and abs((doc.get("total") or {}).get("retire", 0) - 0.375) < 1e-6,
+           f"behind: {len(later)} samples after the restart, {c.get('empty')} without time, total {doc.get('total')}")
+    expect("restarted after" in p.stdout, "behind: the restart is not said")
     # 11. A second session on a GPU another one samples: refused by the lock before CUPTI is asked
     # (whose enable would stop the first one's samples), said, and the program runs on.
     holder = subprocess.Popen([a.mock, "sampler"], stdin=subprocess.PIPE, stderr=subprocess.DEVNULL,

@@ -67,7 +67,7 @@ COLORS = {"retire": "#2ca02c", "divergence": "#9467bd", "frontend": "#1f77b4", "
 KERNEL_COLORS = ["#8c564b", "#e377c2", "#bcbd22", "#17becf", "#393b79", "#637939", "#843c39", "#7b4173"]  # not level 1's
 FRONTEND_CLASSES, BACKEND_CLASSES = ("fetch", "decode"), ("memory", "core")
 TYPES = ("process", "injection", "config", "base_metrics", "clock", "name", "launch", "wait", "host", "kernel",
-         "sample", "error", "end", "exit")
+         "sample", "error", "end", "exit", "interval")
 SHARED = ("process", "injection", "clock", "end", "error", "wait")  # written by the program's library and the sampler's
 SAMPLER_READY_S = 60  # at most this long for archbench_pmsampler to start (an uncached chip searches its counters)
 CHART_POINTS = 3000  # samples drawn at most (more are merged)
@@ -92,6 +92,8 @@ def check_record(r):
         int(r["mono_ns"]), int(r["cupti_ns"]), int(r["realtime_ns"])
     elif t == "exit":
         int(r["start_ns"]), int(r["end_ns"])
+    elif t == "interval":
+        int(r["interval_ns"]), int(r["host_ns"]), int(r["gap_ns"])
 
 
 def load(path):
@@ -251,6 +253,9 @@ def analyse(recs):
                         "counters": c, "level1": level1(c, quantities, stall_class), "recorded": r.get("level1")})
     if samp is not prog:
         context["samples_outside_program"] = outside
+    context["interval_changes"] = [{"at_s": (int(r["host_ns"]) - t_base) * 1e-9, "interval_ns": int(r["interval_ns"]),
+                                    "gap_s": int(r["gap_ns"]) * 1e-9, "why": r.get("why", ""),
+                                    "error": r.get("error", "")} for r in recs["interval"]]
     ends = [s["end_s"] for s in samples]
     # Kernels: CUPTI's records (GPU time, CUPTI's clock) where delivered, else launches only.
     clocks = prog["clock"] or samp["clock"]
@@ -295,7 +300,12 @@ def analyse(recs):
     w0 = max(w0, 0.0) if samp is not prog else w0
     w1 = (p_end - t_base) * 1e-9 if p_end else (samples[-1]["end_s"] if samples else w0)
     if samples and w1 > w0:
-        covered = sum(max(0.0, min(x["end_s"], w1) - max(x["start_s"], w0)) for x in samples)
+        covered, reach = 0.0, w0  # the samples' union: a restart's first sample may overlap earlier ones
+        for x in samples:
+            a, b = max(x["start_s"], reach), min(x["end_s"], w1)
+            if b > a:
+                covered += b - a
+                reach = b
         context["coverage"] = {"covered_s": covered, "window_s": w1 - w0, "share": covered / (w1 - w0),
                                "last_sample_s": samples[-1]["end_s"]}
     kernels = []
@@ -573,6 +583,9 @@ def text_report(res, by_invocation=False):
                  + (f"; {c['lost']} lost" if c.get("lost") else "")
                  + ("; the hardware buffer overflowed" if c.get("overflow") else "")
                  + (f"; {c['empty']} records without time of their own left out" if c.get("empty") else ""))
+    for ch in c.get("interval_changes") or []:
+        lines.append(f"  from {ch['at_s']:.3f} s every {ch['interval_ns'] / 1e3:g} us: {ch['why']}; restarted after "
+                     f"{1e3 * ch['gap_s']:.0f} ms without samples" + (f" (it failed: {ch['error']})" if ch["error"] else ""))
     cov = c.get("coverage") or {}
     if cov and cov["share"] < 0.9:
         lines.append(f"  warning: the samples cover {cov['covered_s']:.3f} s of the {cov['window_s']:.3f} s from the first "

@@ -70,6 +70,8 @@
 //   ARCHBENCH_PM_ROLE          sampler: archbench_pmsampler's process (its records say "role":"sampler";
 //                              a start that cannot be made early is an error, not a wait for a context)
 //   ARCHBENCH_PM_DEVICE        the device (ordinal) the early start samples, however many the process sees
+//   ARCHBENCH_PM_SLOW_DOWN     1 (default): archbench_pmsampler restarts at ten times the interval (up to
+//                              1 ms) where its decoding falls behind (slow_down); 0: never
 //   ARCHBENCH_PM_WAIT_S        at most this long a first launch waits for the start (default 10;
 //                              0: it does not wait)
 //   ARCHBENCH_PM_HW_BUFFER_MB  CUPTI's hardware buffer (default: 8 decodes' samples at the counter
@@ -232,6 +234,7 @@ struct Settings {
   double wait_s = 10;
   std::string start = "early";  // early, context, launch, sync or outside
   bool sampler = false;          // ARCHBENCH_PM_ROLE=sampler: archbench_pmsampler's process, its records marked
+  bool adapt = true;             // ARCHBENCH_PM_SLOW_DOWN (1): the sampler restarts slower where its decoding falls behind
   int device = -1;               // ARCHBENCH_PM_DEVICE: the device started early, however many there are
   std::string metrics, cache;
   bool outside() const { return start == "outside"; }
@@ -915,6 +918,14 @@ struct State {
   std::size_t capacity = 0;
   std::uint64_t last_end = 0;  // the last sample written ends here (GPU time)
   Stats stats;
+  // What the sampling was enabled and configured with, for a restart at a longer interval
+  // (slow_down); whether the last evaluation found the decoding behind; the first sample after a
+  // restart reaches back over the gap with nothing counted, and is dropped.
+  std::uint32_t ordinal = 0;
+  std::vector<std::string> metric_names;
+  std::vector<std::uint8_t> config_used;
+  CUpti_PmSampling_TriggerMode trigger_mode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
+  bool behind = false, drop_next = false;
   bool stopped = false;  // cuptiPmSamplingStop called: nothing more to decode
   std::atomic<bool> sampling{false};
   CUcontext ctx = nullptr;
@@ -1083,6 +1094,7 @@ Image new_image(State& s, std::size_t size) {
 // A line for each sample of `img` CUPTI completed (the host object's values and the level-1
 // fractions), written out.
 void evaluate(State& s, const Image& img) {
+  const std::uint64_t empty0 = s.stats.empty;
   std::vector<double> values(s.plan.roles.size());
   std::vector<tr::JsonLine> lines;
   for (std::size_t i = 0; i < img.completed; ++i) {
@@ -1101,6 +1113,10 @@ void evaluate(State& s, const Image& img) {
       continue;
     }
     s.last_end = si.endTimestamp;
+    if (s.drop_next) {
+      s.drop_next = false;
+      continue;
+    }
     auto ev = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
     ev.pHostObject = s.host->get();
     ev.pCounterDataImage = img.data.get();
@@ -1125,6 +1141,8 @@ void evaluate(State& s, const Image& img) {
         .raw("values", v + "]").raw("level1", l1);
     lines.push_back(std::move(line));
   }
+  // Most of a full image without time: the decoding has fallen behind (slow_down).
+  if (img.completed >= 64 && 2 * (s.stats.empty - empty0) >= img.completed) s.behind = true;
   std::lock_guard<std::mutex> lock(s.out_mu);
   if (s.out && getpid() == s.pid) {
     for (tr::JsonLine& l : lines) l.write(s.out);
@@ -1274,6 +1292,65 @@ void last_decode(State& s) {
   clock_line(s, "end");
 }
 
+// archbench_pmsampler only (ARCHBENCH_PM_SLOW_DOWN=0: never). CUPTI decodes a sample in 40-100 us,
+// about as long as the default interval, so on a busy run of more than about half a second the
+// decoding falls behind; the records decoded into a full image then carry one repeated timestamp,
+// and go on doing so after a stop and a new configuration. Disabled and enabled again, the sampling
+// recovers: it restarts here at ten times the interval, up to 1 ms, after a gap of about 0.45 s on
+// an H100 (gpu-stream, 5.5 s: all six kernels sampled to the end, against the first 0.4 s without
+// this). Said in an `interval` record; the program, in another process, never waits for it.
+void slow_down(State& s) {
+  s.behind = false;
+  if (!s.cfg.sampler || !s.cfg.adapt || s.cfg.interval_ns >= 1000000 || !s.pm || s.stopped) return;
+  const std::uint64_t t0 = tr::now_ns(), from = s.cfg.interval_ns;
+  std::string error;
+  try {
+    auto stop = params<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
+    stop.pPmSamplingObject = s.pm;
+    check(cuptiPmSamplingStop(&stop), "cuptiPmSamplingStop");
+    auto dis = params<CUpti_PmSampling_Disable_Params>(CUpti_PmSampling_Disable_Params_STRUCT_SIZE);
+    dis.pPmSamplingObject = s.pm;
+    check(cuptiPmSamplingDisable(&dis), "cuptiPmSamplingDisable");
+    s.pm = nullptr;
+    auto en = params<CUpti_PmSampling_Enable_Params>(CUpti_PmSampling_Enable_Params_STRUCT_SIZE);
+    en.deviceIndex = s.ordinal;
+    check(cuptiPmSamplingEnable(&en), "cuptiPmSamplingEnable");
+    s.pm = en.pPmSamplingObject;
+    s.cfg.interval_ns = std::min<std::uint64_t>(from * 10, 1000000);
+    std::vector<const char*> names;
+    for (const std::string& m : s.metric_names) names.push_back(m.c_str());
+    auto size = params<CUpti_PmSampling_GetCounterDataSize_Params>(CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE);
+    size.pPmSamplingObject = s.pm;
+    size.pMetricNames = names.data();
+    size.numMetrics = names.size();
+    size.maxSamples = std::uint32_t(s.capacity);
+    check(cuptiPmSamplingGetCounterDataSize(&size), "cuptiPmSamplingGetCounterDataSize");
+    s.image = new_image(s, size.counterDataSize);
+    auto set = params<CUpti_PmSampling_SetConfig_Params>(CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE);
+    set.pPmSamplingObject = s.pm;
+    set.configSize = s.config_used.size();
+    set.pConfig = s.config_used.data();
+    set.hardwareBufferSize = s.cfg.hw_buffer;
+    set.samplingInterval = s.cfg.interval_ns;
+    set.triggerMode = s.trigger_mode;
+    set.hwBufferAppendMode = s.cfg.keep_latest ? CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST
+                                               : CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
+    check(cuptiPmSamplingSetConfig(&set), "cuptiPmSamplingSetConfig");
+    auto start = params<CUpti_PmSampling_Start_Params>(CUpti_PmSampling_Start_Params_STRUCT_SIZE);
+    start.pPmSamplingObject = s.pm;
+    check(cuptiPmSamplingStart(&start), "cuptiPmSamplingStart");
+    s.drop_next = true;
+  } catch (const std::exception& e) {
+    error = e.what();  // nothing more comes: the report's coverage says how much of the run was sampled
+    s.stopped = true;
+  }
+  emit(s, std::move(tr::JsonLine("interval").unum("from_ns", from).unum("interval_ns", s.cfg.interval_ns)
+                        .unum("host_ns", t0).unum("gap_ns", tr::now_ns() - t0)
+                        .str("why", "the decoding fell behind (most of a full image's records had no time)")
+                        .str("error", error)),
+       true);
+}
+
 // Decodes every decode period until told to stop (the setup thread's, or a thread of its own).
 void decode_loop() {
   State& s = state();
@@ -1294,6 +1371,7 @@ void decode_loop() {
       if (pm.owns_lock() && !s.stopped) try {
           for (int i = 0; i < 4 && decode(s, host); ++i) {
           }
+          if (s.behind) slow_down(s);
         } catch (const std::exception& e) {
           ++s.stats.decode_errors;
           s.stats.last_error = e.what();
@@ -1525,6 +1603,11 @@ void start_device(State& s, Prep& prep, Times& t, const std::string& start_how) 
       trigger = "sysclk cycles (interval taken at 1 GHz)";
     }
     t.lap("set_config_ns");
+    s.ordinal = prep.ordinal;
+    s.metric_names = metrics;
+    s.config_used.assign(static_cast<const std::uint8_t*>(set.pConfig),
+                         static_cast<const std::uint8_t*>(set.pConfig) + set.configSize);
+    s.trigger_mode = set.triggerMode;
     auto start = params<CUpti_PmSampling_Start_Params>(CUpti_PmSampling_Start_Params_STRUCT_SIZE);
     start.pPmSamplingObject = s.pm;
     check(cuptiPmSamplingStart(&start), "cuptiPmSamplingStart");
@@ -1929,6 +2012,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     else std::fprintf(stderr, "%s: ARCHBENCH_PM_START=%s is not early, context, launch, sync or outside; using early\n", kTag, e);
   }
   if (const char* e = std::getenv("ARCHBENCH_PM_ROLE")) c.sampler = std::string(e) == "sampler";
+  if (const char* e = std::getenv("ARCHBENCH_PM_SLOW_DOWN")) c.adapt = std::string(e) != "0";
   c.device = int(env_number("ARCHBENCH_PM_DEVICE", -1, -1, 1 << 16));
   const char* path = std::getenv("ARCHBENCH_PM_OUT");
   s.out_path = path && *path ? path : "pmsampling-" + std::to_string(getpid()) + ".jsonl";
