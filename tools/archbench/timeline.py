@@ -19,8 +19,10 @@ context's device; the first launch waits for the start (0-0.1 s on an H100 with 
 set cached) so that no kernel goes unsampled; with --no-wait the launches go on and the kernels that
 ran before the start are counted as unsampled. CUPTI takes 40-100 us to decode a sample, so a busy
 run of more than about half a second at the default 100 us outgrows the counter-data image; the
-records then decoded carry no time of their own, are left out and counted, and the report warns
-how much of the run the samples cover: --interval-us 1000 for such runs.
+records then decoded carry no time of their own, are left out and counted. archbench_pmsampler
+then restarts at ten times the interval (up to 1 ms; about 0.45 s without samples on an H100, said);
+inside the program nothing restarts. The report warns how much of the run the samples cover:
+--interval-us 1000 from the start for such runs.
 The library samples the counters TopDown level 1 needs that fit in one pass and says which level-1
 quantities that allows and what is approximated: retire, divergence, and frontend and backend
 where every stall reason is counted; where only some are (with the active warps), frontend or
@@ -595,9 +597,10 @@ def text_report(res, by_invocation=False):
         if c.get("empty"):
             lines.append("  CUPTI decodes about one sample per 100 us, so a busy run longer than about half a second "
                          "outgrows the counter-data image, and the records decoded into a full image carry no time "
-                         "of their own: sample less often (--interval-us 1000 covered 98% of a 5.5 s run on an H100) "
-                         "or give the image room (ARCHBENCH_PM_MAX_SAMPLES=16384 covered all of it, with 760 MB of "
-                         "host memory and 5 s of decoding after the program)")
+                         "of their own" + ("; the sampler restarted slower (above)" if c.get("interval_changes") else "")
+                         + ": sample less often from the start (--interval-us 1000 covered 98% of a 5.5 s run on an "
+                         "H100) or give the image room (ARCHBENCH_PM_MAX_SAMPLES=16384 covered all of it, with 760 MB "
+                         "of host memory and 5 s of decoding after the program)")
     measured = res.get("measured_quantities", q)
     lines.append(f"level 1 from one pass: {', '.join(measured)} ({len(c['metrics'])} counters: "
                  f"{', '.join(c['metrics'])}; chosen by {c.get('selection')})")
@@ -941,9 +944,11 @@ def run(argv):
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--interval-us", type=float, default=100.0,
                     help="sampling interval in microseconds (default 100). CUPTI takes 40-100 us to decode a sample "
-                         "(in archbench_pmsampler's process, or inside the program on the library's thread), so a "
-                         "busy run of more than about half a second outgrows its counter-data image and the report "
-                         "warns that the samples cover part of it: 1000 for such runs (98%% of a 5.5 s run on an H100)")
+                         "(in archbench_pmsampler's process, or inside the program on the library's thread), so on a "
+                         "busy run of more than about half a second the decoding falls behind: the sampler then "
+                         "restarts at ten times the interval after a gap (0.45 s on an H100; ARCHBENCH_PM_SLOW_DOWN=0: "
+                         "not), and the report says how much of the run the samples cover. 1000 for such runs (98%% "
+                         "of a 5.5 s run on an H100, no gap)")
     ap.add_argument("--decode-ms", type=int, help="time between two decodes of the hardware buffer (default 20)")
     ap.add_argument("--hw-buffer-mb", type=int,
                     help="CUPTI's hardware buffer for samples (default: 512 MB in archbench_pmsampler; inside the "
