@@ -1292,6 +1292,27 @@ void last_decode(State& s) {
   clock_line(s, "end");
 }
 
+// CUPTI's configuration of the enabled sampling (caller holds pm_mu): `config`, the counter set's
+// image, at the settings' interval, hardware buffer and append mode, by `trigger`; kept for a
+// restart (slow_down) where CUPTI takes it.
+CUptiResult set_config(State& s, const std::vector<std::uint8_t>& config, CUpti_PmSampling_TriggerMode trigger) {
+  auto set = params<CUpti_PmSampling_SetConfig_Params>(CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE);
+  set.pPmSamplingObject = s.pm;
+  set.configSize = config.size();
+  set.pConfig = config.data();
+  set.hardwareBufferSize = s.cfg.hw_buffer;
+  set.samplingInterval = s.cfg.interval_ns;
+  set.triggerMode = trigger;
+  set.hwBufferAppendMode = s.cfg.keep_latest ? CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST
+                                             : CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
+  const CUptiResult r = cuptiPmSamplingSetConfig(&set);
+  if (r == CUPTI_SUCCESS) {
+    if (&config != &s.config_used) s.config_used = config;
+    s.trigger_mode = trigger;
+  }
+  return r;
+}
+
 // archbench_pmsampler only (ARCHBENCH_PM_SLOW_DOWN=0: never). CUPTI decodes a sample in 40-100 us,
 // about as long as the default interval, so on a busy run of more than about half a second the
 // decoding falls behind; the records decoded into a full image then carry one repeated timestamp,
@@ -1326,16 +1347,7 @@ void slow_down(State& s) {
     size.maxSamples = std::uint32_t(s.capacity);
     check(cuptiPmSamplingGetCounterDataSize(&size), "cuptiPmSamplingGetCounterDataSize");
     s.image = new_image(s, size.counterDataSize);
-    auto set = params<CUpti_PmSampling_SetConfig_Params>(CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE);
-    set.pPmSamplingObject = s.pm;
-    set.configSize = s.config_used.size();
-    set.pConfig = s.config_used.data();
-    set.hardwareBufferSize = s.cfg.hw_buffer;
-    set.samplingInterval = s.cfg.interval_ns;
-    set.triggerMode = s.trigger_mode;
-    set.hwBufferAppendMode = s.cfg.keep_latest ? CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST
-                                               : CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
-    check(cuptiPmSamplingSetConfig(&set), "cuptiPmSamplingSetConfig");
+    check(set_config(s, s.config_used, s.trigger_mode), "cuptiPmSamplingSetConfig");
     auto start = params<CUpti_PmSampling_Start_Params>(CUpti_PmSampling_Start_Params_STRUCT_SIZE);
     start.pPmSamplingObject = s.pm;
     check(cuptiPmSamplingStart(&start), "cuptiPmSamplingStart");
@@ -1580,34 +1592,21 @@ void start_device(State& s, Prep& prep, Times& t, const std::string& start_how) 
       hw = std::size_t(std::clamp(std::ceil(want / double(1 << 20)), 32.0, 512.0)) << 20;
     }
     s.cfg.hw_buffer = hw;
-    auto set = params<CUpti_PmSampling_SetConfig_Params>(CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE);
-    set.pPmSamplingObject = s.pm;
-    set.configSize = prep.choice.config.size();
-    set.pConfig = prep.choice.config.data();
-    set.hardwareBufferSize = hw;
-    set.samplingInterval = s.cfg.interval_ns;
-    set.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL;
-    set.hwBufferAppendMode = s.cfg.keep_latest ? CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST
-                                               : CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
-    CUptiResult r = cuptiPmSamplingSetConfig(&set);
+    const std::vector<std::uint8_t>* config = &prep.choice.config;
+    CUptiResult r = set_config(s, *config, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL);
     if (r != CUPTI_SUCCESS && !prep.choice.host && wait_for_host(s, std::chrono::seconds(10))) {
-      set.configSize = s.host->image().size();  // the cached image refused: the host object's
-      set.pConfig = s.host->image().data();
-      r = cuptiPmSamplingSetConfig(&set);
+      config = &s.host->image();  // the cached image refused: the host object's
+      r = set_config(s, *config, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_TIME_INTERVAL);
     }
     if (r != CUPTI_SUCCESS) {
       // Chips without the time trigger (Turing, GA100): the interval in SYS clock cycles, taken at 1 GHz.
-      set.triggerMode = CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_SYSCLK_INTERVAL;
       const std::string first = "cuptiPmSamplingSetConfig (GPU time trigger: " + cupti_words(r) + "; SYS clock trigger)";
-      check(cuptiPmSamplingSetConfig(&set), first.c_str());
+      check(set_config(s, *config, CUPTI_PM_SAMPLING_TRIGGER_MODE_GPU_SYSCLK_INTERVAL), first.c_str());
       trigger = "sysclk cycles (interval taken at 1 GHz)";
     }
     t.lap("set_config_ns");
     s.ordinal = prep.ordinal;
     s.metric_names = metrics;
-    s.config_used.assign(static_cast<const std::uint8_t*>(set.pConfig),
-                         static_cast<const std::uint8_t*>(set.pConfig) + set.configSize);
-    s.trigger_mode = set.triggerMode;
     auto start = params<CUpti_PmSampling_Start_Params>(CUpti_PmSampling_Start_Params_STRUCT_SIZE);
     start.pPmSamplingObject = s.pm;
     check(cuptiPmSamplingStart(&start), "cuptiPmSamplingStart");
