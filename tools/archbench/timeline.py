@@ -74,6 +74,7 @@ SHARED = ("process", "injection", "clock", "end", "error", "wait")  # written by
 SAMPLER_READY_S = 60  # at most this long for archbench_pmsampler to start (an uncached chip searches its counters)
 CHART_POINTS = 3000  # samples drawn at most (more are merged)
 CLOCK_TOLERANCE_NS = 1e9  # a sample clock within this of a known clock at the start is that clock
+COVERAGE_WARN = 0.8  # samples covering less of the run are warned of (healthy runs: 0.90-1.00 on an H100)
 
 
 class BadFile(topdown.BadFile):
@@ -589,7 +590,7 @@ def text_report(res, by_invocation=False):
         lines.append(f"  from {ch['at_s']:.3f} s every {ch['interval_ns'] / 1e3:g} us: {ch['why']}; restarted after "
                      f"{1e3 * ch['gap_s']:.0f} ms without samples" + (f" (it failed: {ch['error']})" if ch["error"] else ""))
     cov = c.get("coverage") or {}
-    if cov and cov["share"] < 0.9:
+    if cov and cov["share"] < COVERAGE_WARN:
         lines.append(f"  warning: the samples cover {cov['covered_s']:.3f} s of the {cov['window_s']:.3f} s from the first "
                      f"sample to the program's end ({100 * cov['share']:.0f}%; the last ends at {cov['last_sample_s']:.3f} s): "
                      "the level 1 shown is of that part only (another tool using the GPU's performance monitors, such "
