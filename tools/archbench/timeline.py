@@ -995,12 +995,12 @@ def run(argv):
               "sampled", file=sys.stderr)
         return rc
     recs = load(a.report or run_context["raw"])
-    if cmd and not by_role(recs)[0]["process"]:
+    prog, _ = by_role(recs)
+    if cmd and not prog["process"]:
         print(f"archbench_topdown --timeline: {cmd[0]} made no CUDA call (the library was never loaded): its run "
               "had no kernel to show", file=sys.stderr)
     res = analyse(recs)
     res["context"].update(run_context)
-    prog, _ = by_role(recs)
     proc, end = (prog["process"] or [{}])[0], (prog["end"] or [{}])[0]
     res["context"].update(process_start_ns=proc.get("start_ns"), end_ns=end.get("end_ns"))
     if a.stall_split:

@@ -785,7 +785,8 @@ def dynamic_elf(path):
 
 
 def cmd_run(args):
-    """Runs the program traced; returns its exit status (shell convention: 127 not found, 126 not executable)."""
+    """Runs the program traced; returns its exit status (shell convention: 127 not found, 126 not executable;
+    a death by signal N as -N, which cli.run re-raises)."""
     log = sys.stderr
     if args.log:
         try:
@@ -851,7 +852,7 @@ def cmd_run(args):
         return rc, time.monotonic() - t
 
     if not traced:
-        return cli.exit_like_shell(timed(dict(os.environ))[0])
+        return timed(dict(os.environ))[0]
     untraced = []
     if args.overhead:
         for _ in range(args.repeat):
@@ -885,7 +886,7 @@ def cmd_run(args):
         say("no trace: the program " + ("made no OpenCL/CUDA call" if rc >= 0 else
                                           "made no OpenCL/CUDA call before it ended") +
             ", or the tracer could not attach (its message above says why)")
-        return cli.exit_like_shell(rc)
+        return rc
     if not args.no_report:
         procs = load(raw)
         symbolize(procs)
@@ -903,7 +904,7 @@ def cmd_run(args):
         write_json(os.path.join(args.out, "summary.json"), summary, indent=1)
         write_json(os.path.join(args.out, "trace.json.gz"), chrome_trace(procs))
         say(f"{args.out}/summary.json, {args.out}/trace.json.gz (open in https://ui.perfetto.dev)")
-    return cli.exit_like_shell(rc)
+    return rc
 
 
 def main(argv=None):

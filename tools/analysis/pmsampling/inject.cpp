@@ -1091,6 +1091,74 @@ Image new_image(State& s, std::size_t size) {
   return img;
 }
 
+// ---- The PM sampling object's calls (the caller holds pm_mu) ----------------------------------
+
+// Enables PM sampling on device `ordinal` (throws saying why it cannot).
+void pm_enable(State& s, std::uint32_t ordinal) {
+  auto en = params<CUpti_PmSampling_Enable_Params>(CUpti_PmSampling_Enable_Params_STRUCT_SIZE);
+  en.deviceIndex = ordinal;
+  check(cuptiPmSamplingEnable(&en), "cuptiPmSamplingEnable");
+  s.pm = en.pPmSamplingObject;
+  s.ordinal = ordinal;
+}
+
+// The counter-data image the enabled sampling decodes into: `slots` samples of `metrics`.
+void pm_image(State& s, const std::vector<std::string>& metrics, std::uint32_t slots) {
+  std::vector<const char*> names;
+  for (const std::string& m : metrics) names.push_back(m.c_str());
+  auto size = params<CUpti_PmSampling_GetCounterDataSize_Params>(CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE);
+  size.pPmSamplingObject = s.pm;
+  size.pMetricNames = names.data();
+  size.numMetrics = names.size();
+  size.maxSamples = slots;
+  check(cuptiPmSamplingGetCounterDataSize(&size), "cuptiPmSamplingGetCounterDataSize");
+  s.image = new_image(s, size.counterDataSize);
+  s.capacity = slots;
+  s.metric_names = metrics;
+}
+
+// CUPTI's configuration of the enabled sampling (caller holds pm_mu): `config`, the counter set's
+// image, at the settings' interval, hardware buffer and append mode, by `trigger`; kept for a
+// restart (slow_down) where CUPTI takes it.
+CUptiResult set_config(State& s, const std::vector<std::uint8_t>& config, CUpti_PmSampling_TriggerMode trigger) {
+  auto set = params<CUpti_PmSampling_SetConfig_Params>(CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE);
+  set.pPmSamplingObject = s.pm;
+  set.configSize = config.size();
+  set.pConfig = config.data();
+  set.hardwareBufferSize = s.cfg.hw_buffer;
+  set.samplingInterval = s.cfg.interval_ns;
+  set.triggerMode = trigger;
+  set.hwBufferAppendMode = s.cfg.keep_latest ? CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST
+                                             : CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
+  const CUptiResult r = cuptiPmSamplingSetConfig(&set);
+  if (r == CUPTI_SUCCESS) {
+    if (&config != &s.config_used) s.config_used = config;
+    s.trigger_mode = trigger;
+  }
+  return r;
+}
+
+CUptiResult pm_start(State& s) {
+  auto p = params<CUpti_PmSampling_Start_Params>(CUpti_PmSampling_Start_Params_STRUCT_SIZE);
+  p.pPmSamplingObject = s.pm;
+  return cuptiPmSamplingStart(&p);
+}
+
+CUptiResult pm_stop(State& s) {
+  auto p = params<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
+  p.pPmSamplingObject = s.pm;
+  return cuptiPmSamplingStop(&p);
+}
+
+// Disables it; the object is gone whatever CUPTI answers.
+CUptiResult pm_disable(State& s) {
+  auto p = params<CUpti_PmSampling_Disable_Params>(CUpti_PmSampling_Disable_Params_STRUCT_SIZE);
+  p.pPmSamplingObject = s.pm;
+  const CUptiResult r = cuptiPmSamplingDisable(&p);
+  s.pm = nullptr;
+  return r;
+}
+
 // A line for each sample of `img` CUPTI completed (the host object's values and the level-1
 // fractions), written out.
 void evaluate(State& s, const Image& img) {
@@ -1280,9 +1348,7 @@ void last_decode(State& s) {
     }
     const std::uint64_t t1 = tr::now_ns();
     s.last_decode_ns = t1 - t0;
-    auto stop = params<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
-    stop.pPmSamplingObject = s.pm;
-    check(cuptiPmSamplingStop(&stop), "cuptiPmSamplingStop");
+    check(pm_stop(s), "cuptiPmSamplingStop");
     s.last_stop_ns = tr::now_ns() - t1;
   } catch (const std::exception& e) {
     ++s.stats.decode_errors;
@@ -1290,27 +1356,6 @@ void last_decode(State& s) {
   }
   s.stopped = true;
   clock_line(s, "end");
-}
-
-// CUPTI's configuration of the enabled sampling (caller holds pm_mu): `config`, the counter set's
-// image, at the settings' interval, hardware buffer and append mode, by `trigger`; kept for a
-// restart (slow_down) where CUPTI takes it.
-CUptiResult set_config(State& s, const std::vector<std::uint8_t>& config, CUpti_PmSampling_TriggerMode trigger) {
-  auto set = params<CUpti_PmSampling_SetConfig_Params>(CUpti_PmSampling_SetConfig_Params_STRUCT_SIZE);
-  set.pPmSamplingObject = s.pm;
-  set.configSize = config.size();
-  set.pConfig = config.data();
-  set.hardwareBufferSize = s.cfg.hw_buffer;
-  set.samplingInterval = s.cfg.interval_ns;
-  set.triggerMode = trigger;
-  set.hwBufferAppendMode = s.cfg.keep_latest ? CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_LATEST
-                                             : CUPTI_PM_SAMPLING_HARDWARE_BUFFER_APPEND_MODE_KEEP_OLDEST;
-  const CUptiResult r = cuptiPmSamplingSetConfig(&set);
-  if (r == CUPTI_SUCCESS) {
-    if (&config != &s.config_used) s.config_used = config;
-    s.trigger_mode = trigger;
-  }
-  return r;
 }
 
 // archbench_pmsampler only (ARCHBENCH_PM_SLOW_DOWN=0: never). CUPTI decodes a sample in 40-100 us,
@@ -1326,31 +1371,13 @@ void slow_down(State& s) {
   const std::uint64_t t0 = tr::now_ns(), from = s.cfg.interval_ns;
   std::string error;
   try {
-    auto stop = params<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
-    stop.pPmSamplingObject = s.pm;
-    check(cuptiPmSamplingStop(&stop), "cuptiPmSamplingStop");
-    auto dis = params<CUpti_PmSampling_Disable_Params>(CUpti_PmSampling_Disable_Params_STRUCT_SIZE);
-    dis.pPmSamplingObject = s.pm;
-    check(cuptiPmSamplingDisable(&dis), "cuptiPmSamplingDisable");
-    s.pm = nullptr;
-    auto en = params<CUpti_PmSampling_Enable_Params>(CUpti_PmSampling_Enable_Params_STRUCT_SIZE);
-    en.deviceIndex = s.ordinal;
-    check(cuptiPmSamplingEnable(&en), "cuptiPmSamplingEnable");
-    s.pm = en.pPmSamplingObject;
+    check(pm_stop(s), "cuptiPmSamplingStop");
+    check(pm_disable(s), "cuptiPmSamplingDisable");
+    pm_enable(s, s.ordinal);
     s.cfg.interval_ns = std::min<std::uint64_t>(from * 10, 1000000);
-    std::vector<const char*> names;
-    for (const std::string& m : s.metric_names) names.push_back(m.c_str());
-    auto size = params<CUpti_PmSampling_GetCounterDataSize_Params>(CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE);
-    size.pPmSamplingObject = s.pm;
-    size.pMetricNames = names.data();
-    size.numMetrics = names.size();
-    size.maxSamples = std::uint32_t(s.capacity);
-    check(cuptiPmSamplingGetCounterDataSize(&size), "cuptiPmSamplingGetCounterDataSize");
-    s.image = new_image(s, size.counterDataSize);
+    pm_image(s, s.metric_names, std::uint32_t(s.capacity));
     check(set_config(s, s.config_used, s.trigger_mode), "cuptiPmSamplingSetConfig");
-    auto start = params<CUpti_PmSampling_Start_Params>(CUpti_PmSampling_Start_Params_STRUCT_SIZE);
-    start.pPmSamplingObject = s.pm;
-    check(cuptiPmSamplingStart(&start), "cuptiPmSamplingStart");
+    check(pm_start(s), "cuptiPmSamplingStart");
     s.drop_next = true;
   } catch (const std::exception& e) {
     error = e.what();  // nothing more comes: the report's coverage says how much of the run was sampled
@@ -1509,9 +1536,6 @@ std::unique_ptr<Prep> prepare(State& s, std::uint32_t ordinal, Times& t) {
   return p;
 }
 
-// Enables PM sampling on the prepared device, with a counter-data image and hardware buffer sized
-// to the interval and the decode period, and starts it (throws saying why it cannot); writes the
-// config record with the setup's times (`t`).
 // Takes the GPU's lock (ARCHBENCH_PM_LOCK_DIR, default /tmp: archbench-pmsampling-<PCI bus>.lock),
 // held until the process ends; throws where another process holds it. A second PM-sampling
 // session's enable stops the first one's samples (seen on the H100: the first kept 1 sample) before
@@ -1542,19 +1566,17 @@ void lock_device(State& s, const Prep& prep) {
   s.device_lock = fd;
 }
 
+// Enables PM sampling on the prepared device, with a counter-data image and hardware buffer sized
+// to the interval and the decode period, and starts it (throws saying why it cannot); writes the
+// config record with the setup's times (`t`).
 void start_device(State& s, Prep& prep, Times& t, const std::string& start_how) {
   lock_device(s, prep);
   Plan plan = plan_of(prep.choice.metrics, prep.choice.chip_reasons);
   plan.notes.insert(plan.notes.end(), prep.choice.notes.begin(), prep.choice.notes.end());
   const std::vector<std::string> metrics = prep.choice.metrics;
-  std::vector<const char*> names;
-  for (const std::string& m : metrics) names.push_back(m.c_str());
   std::unique_lock<std::timed_mutex> pm(s.pm_mu);
-  auto en = params<CUpti_PmSampling_Enable_Params>(CUpti_PmSampling_Enable_Params_STRUCT_SIZE);
-  en.deviceIndex = prep.ordinal;
-  check(cuptiPmSamplingEnable(&en), "cuptiPmSamplingEnable");
+  pm_enable(s, prep.ordinal);
   t.lap("enable_ns");
-  s.pm = en.pPmSamplingObject;
   if (prep.choice.host) {
     std::lock_guard<std::mutex> lk(s.host_mu);
     s.host = std::move(prep.choice.host);
@@ -1568,23 +1590,16 @@ void start_device(State& s, Prep& prep, Times& t, const std::string& start_how) 
     // The image: two decodes' samples and 64 more (a decode that fills it decodes again).
     const std::uint32_t slots =
         s.cfg.max_samples ? s.cfg.max_samples : std::uint32_t(std::clamp(2 * per_decode + 64, 128.0, 16384.0));
-    auto size = params<CUpti_PmSampling_GetCounterDataSize_Params>(CUpti_PmSampling_GetCounterDataSize_Params_STRUCT_SIZE);
-    size.pPmSamplingObject = s.pm;
-    size.pMetricNames = names.data();
-    size.numMetrics = names.size();
-    size.maxSamples = slots;
-    check(cuptiPmSamplingGetCounterDataSize(&size), "cuptiPmSamplingGetCounterDataSize");
-    s.image = new_image(s, size.counterDataSize);
-    s.capacity = slots;
-    slot = size.counterDataSize / std::max<std::uint32_t>(slots, 1);
+    pm_image(s, metrics, slots);
+    slot = s.image.size / std::max<std::uint32_t>(slots, 1);
     s.stats.reinits = 0;
     s.stats.reinit_ns = 0;
     t.lap("counter_data_ns");
     // The hardware buffer: 8 decodes' samples at the image's size per sample (the raw records are
     // not larger), 32 to 512 MB, unless given; in archbench_pmsampler's process 512 MB (CUPTI
-    // Python's default), which its decoding keeps up with: a 5.5 s memory-bound run on an H100
-    // overflowed 74 MB, as the first decodes waited for the host object and later ones read images
-    // of same-time records, and kept all of its 37,000 samples in 512 MB.
+    // Python's default): a 5.5 s memory-bound run on an H100 overflowed 74 MB, as the first decodes
+    // waited for the host object, and none of six overflowed 512 MB (where the decoding falls
+    // behind all the same, slow_down restarts the sampling).
     std::size_t hw = s.cfg.hw_buffer;
     if (!hw && s.cfg.sampler) hw = std::size_t(512) << 20;
     if (!hw) {
@@ -1605,18 +1620,11 @@ void start_device(State& s, Prep& prep, Times& t, const std::string& start_how) 
       trigger = "sysclk cycles (interval taken at 1 GHz)";
     }
     t.lap("set_config_ns");
-    s.ordinal = prep.ordinal;
-    s.metric_names = metrics;
-    auto start = params<CUpti_PmSampling_Start_Params>(CUpti_PmSampling_Start_Params_STRUCT_SIZE);
-    start.pPmSamplingObject = s.pm;
-    check(cuptiPmSamplingStart(&start), "cuptiPmSamplingStart");
+    check(pm_start(s), "cuptiPmSamplingStart");
     t.lap("start_ns");
     rearm_exit(Rearm::started);
   } catch (...) {  // leave the device as it was
-    auto dis = params<CUpti_PmSampling_Disable_Params>(CUpti_PmSampling_Disable_Params_STRUCT_SIZE);
-    dis.pPmSamplingObject = s.pm;
-    cuptiPmSamplingDisable(&dis);
-    s.pm = nullptr;
+    pm_disable(s);
     throw;
   }
   const std::uint64_t started = tr::now_ns();
@@ -1784,13 +1792,8 @@ void finish(const char* why, int wait_s) {
   if (!host) {
     trouble = "no host object to evaluate the samples with (see the host record): none written";
     if (pm.try_lock_for(std::chrono::seconds(wait_s)) && s.pm) {
-      auto stop = params<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
-      stop.pPmSamplingObject = s.pm;
-      cuptiPmSamplingStop(&stop);
-      auto dis = params<CUpti_PmSampling_Disable_Params>(CUpti_PmSampling_Disable_Params_STRUCT_SIZE);
-      dis.pPmSamplingObject = s.pm;
-      cuptiPmSamplingDisable(&dis);
-      s.pm = nullptr;
+      pm_stop(s);
+      pm_disable(s);
       s.stopped = true;
     }
   } else if (!pm.try_lock_for(std::chrono::seconds(wait_s))) {
@@ -1801,9 +1804,7 @@ void finish(const char* why, int wait_s) {
       for (int i = 0; i < 16 && decode(s, true); ++i) {
       }
       t.lap("final_decode_ns");
-      auto stop = params<CUpti_PmSampling_Stop_Params>(CUpti_PmSampling_Stop_Params_STRUCT_SIZE);
-      stop.pPmSamplingObject = s.pm;
-      check(cuptiPmSamplingStop(&stop), "cuptiPmSamplingStop");
+      check(pm_stop(s), "cuptiPmSamplingStop");
       t.lap("stop_ns");
     } catch (const std::exception& e) {
       trouble = e.what();
@@ -1811,11 +1812,8 @@ void finish(const char* why, int wait_s) {
     s.stopped = true;
     clock_line(s, "end");
     if (s.cfg.disable) {
-      auto dis = params<CUpti_PmSampling_Disable_Params>(CUpti_PmSampling_Disable_Params_STRUCT_SIZE);
-      dis.pPmSamplingObject = s.pm;
-      if (const CUptiResult r = cuptiPmSamplingDisable(&dis); r != CUPTI_SUCCESS && trouble.empty())
+      if (const CUptiResult r = pm_disable(s); r != CUPTI_SUCCESS && trouble.empty())
         trouble = "cuptiPmSamplingDisable: " + cupti_words(r);
-      s.pm = nullptr;
       t.lap("disable_ns");
     }
   }

@@ -14,10 +14,6 @@
 
 namespace archbench::trace {
 
-// On a thread of an injection library, after its InitializeInjection has returned (which the
-// program's cuInit, the call that loaded it, waits for): the driver initialised here, retried for
-// up to 0.5 s while that cuInit finishes; CUDA_SUCCESS, or the error that says there is no driver
-// or device to wait for. Before it, CUPTI cannot name the chip ("Unknown").
 // A driver result as words: its name (CUDA_ERROR_NO_DEVICE), else its number.
 inline std::string cu_words(CUresult r) {
   const char* name = nullptr;
@@ -25,6 +21,10 @@ inline std::string cu_words(CUresult r) {
   return name ? name : std::to_string(int(r));
 }
 
+// On a thread of an injection library, after its InitializeInjection has returned (which the
+// program's cuInit, the call that loaded it, waits for): the driver initialised here, retried for
+// up to 0.5 s while that cuInit finishes; CUDA_SUCCESS, or the error that says there is no driver
+// or device to wait for. Before it, CUPTI cannot name the chip ("Unknown").
 inline CUresult driver_ready() {
   CUresult r = CUDA_ERROR_NOT_INITIALIZED;
   for (int i = 0; i < 100 && (r = cuInit(0)) != CUDA_SUCCESS && r != CUDA_ERROR_NO_DEVICE &&
