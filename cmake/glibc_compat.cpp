@@ -72,6 +72,15 @@ HIDDEN int pthread_mutex_clocklock(pthread_mutex_t* mutex, clockid_t clock, cons
   const timespec deadline = realtime_deadline(clock, abstime);
   return pthread_mutex_timedlock(mutex, &deadline);
 }
+// std::shared_timed_mutex's timed locks (its try_lock_for: TopDown's launch gate), GLIBC_2.34.
+HIDDEN int pthread_rwlock_clockwrlock(pthread_rwlock_t* lock, clockid_t clock, const timespec* abstime) noexcept {
+  const timespec deadline = realtime_deadline(clock, abstime);
+  return pthread_rwlock_timedwrlock(lock, &deadline);
+}
+HIDDEN int pthread_rwlock_clockrdlock(pthread_rwlock_t* lock, clockid_t clock, const timespec* abstime) noexcept {
+  const timespec deadline = realtime_deadline(clock, abstime);
+  return pthread_rwlock_timedrdlock(lock, &deadline);
+}
 
 // arc4random (glibc 2.36), std::random_device's source: the kernel's, through getrandom (2.25).
 HIDDEN void arc4random_buf(void* buf, std::size_t n) noexcept {

@@ -1,5 +1,5 @@
 // The portable build's probe (tests/needed.py): a program built with cmake/portable.cmake's flags
-// that makes the glibc calls a portable build pins or defines (threads, a timed wait, stat,
+// that makes the glibc calls a portable build pins or defines (threads, timed waits and locks, stat,
 // dlopen, the math of libm, exceptions) and checks that its static constructors ran.
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <stdexcept>
 #include <thread>
 
@@ -37,6 +38,11 @@ int main(int argc, char** argv) {
     cv.wait_for(lock, std::chrono::seconds(30), [&] { return done; });
   }
   t.join();
+  std::shared_timed_mutex rw;  // its timed locks are pthread_rwlock_clock*lock (glibc 2.34)
+  if (!rw.try_lock_for(std::chrono::milliseconds(10))) return 6;
+  rw.unlock();
+  if (!rw.try_lock_shared_for(std::chrono::milliseconds(10))) return 6;
+  rw.unlock_shared();
   auto shared = std::make_shared<int>(argc);
   struct stat st;
   if (stat(argv[0], &st) != 0 || !std::filesystem::is_regular_file(argv[0])) {
