@@ -4,8 +4,8 @@
 //   word(l, k) = (l*stride + k*STEP) & (WORDS - 1),  STEP = 32 words,
 // so every access of a thread stays in one bank and a warp's lanes hit banks l*stride mod 32.
 // Same addresses, same order, same sums and values as OpenCL, so the host references check
-// both. The read loop is kept lean (masked addresses, no bounds checks, no address arithmetic
-// in the loop) because at stride 1 it should run near the shared-memory limit of 128 B/clk
+// both. The read loop is kept lean (no mask, no bounds checks, no address arithmetic in the
+// loop: local_read says how) because at stride 1 it should run near the shared-memory limit of 128 B/clk
 // per SM: with an address computation per access (two integer instructions besides the LDS
 // and the FADD) the SM's instruction issue, not shared memory, would be the limit.
 // Specialised with WORDS, LOOPS.
@@ -16,29 +16,39 @@
 
 // Fills the shared array from `in` (coalesced), then reads it with the stride; the sum of the
 // values read, in order, is stored per thread.
+// The words a thread reads repeat every PERIOD trips (16*STEP*PERIOD is a multiple of WORDS).
+// The array is laid out twice over (SPAN = WORDS + 16*STEP*PERIOD words, word i holding word
+// i & MASK), so that over a period a thread's reads need no mask: the j-th is at its base
+// (l*stride) & MASK plus the constant j*STEP, one LDS with an immediate offset and one FADD.
+// With masked addresses the loop kept all 16*PERIOD of them in registers (153 a thread at 4096
+// words): one group of 256 an H100 SM, each group's fill (latency-bound, before its barrier)
+// unhidden, 32.3 TB/s; with the second copy 25 registers, 4 groups an SM at once and 32.9
+// (results/.../peaks-evidence/shared-layout.txt). The fill reads each word of `in` once and
+// writes it to each of its copies.
+// volatile keeps every read: seeing the same words read every period, the compiler would
+// otherwise load them once and only redo the additions. Same words, same order, same sum.
+#define PERIOD (WORDS >= 16 * STEP ? WORDS / (16 * STEP) : 1)
+#define SPAN (WORDS + 16 * STEP * PERIOD)
 extern "C" __global__ void local_read(const float* __restrict__ in, float* __restrict__ out, const uint stride) {
-  __shared__ float lds[WORDS];
+  __shared__ float lds[SPAN];
   const uint l = local_id(), wg = local_size();
-  for (uint i = l; i < WORDS; i += wg) lds[i] = in[i];
+  for (uint i = l; i < WORDS; i += wg) {
+    const float v = in[i];
+    for (uint j = i; j < SPAN; j += WORDS) lds[j] = v;
+  }
   __syncthreads();
-  const uint s = l * stride;
+  const uint s = (l * stride) & MASK;
   float sum = 0.0f;
-  // The words a thread reads repeat every PERIOD trips (16*STEP*PERIOD is a multiple of
-  // WORDS), so over one period the addresses are loop-invariant: the loop keeps all 16*PERIOD
-  // of them in registers and each access is one LDS and one FADD, no address arithmetic.
-  // volatile keeps every read: seeing the same words read every period, the compiler would
-  // otherwise load them once and only redo the additions. Same words, same order, same sum.
-  constexpr int PERIOD = WORDS >= 16 * STEP ? WORDS / (16 * STEP) : 1;
-  const volatile float* shared = lds;
+  const volatile float* shared = lds + s;
   int t = 0;
-  for (; t + PERIOD <= LOOPS; t += PERIOD) {
+  for (; t + int(PERIOD) <= LOOPS; t += PERIOD) {
 #pragma unroll
-    for (int j = 0; j < 16 * PERIOD; ++j) sum += shared[(s + j * STEP) & MASK];
+    for (int j = 0; j < int(16 * PERIOD); ++j) sum += shared[j * STEP];
   }
   // The trips left over where LOOPS is not a multiple of PERIOD (the test size).
   for (uint n = uint(t) * 16u * STEP; t < LOOPS; ++t) {
 #pragma unroll
-    for (int k = 0; k < 16; ++k) sum += shared[(s + n + k * STEP) & MASK];
+    for (int k = 0; k < 16; ++k) sum += lds[(s + n + k * STEP) & MASK];
     n += 16 * STEP;
   }
   out[global_id()] = sum;
