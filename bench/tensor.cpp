@@ -3,8 +3,8 @@
 //                                   clpeak counts); op_per_s
 //   compute/cuda/mma/<type>         warp-level mma.sync on the tensor cores; flop_per_s
 //                                   (op_per_s for int8), 2*M*N*K per mma
-//   compute/cuda/wgmma/<type>       warpgroup wgmma.mma_async (sm_90a), A and B in shared
-//                                   memory; flop_per_s
+//   compute/cuda/wgmma/<type>       warpgroup wgmma.mma_async m64n256 (sm_90a), A in registers,
+//                                   B in shared memory; flop_per_s
 // Named under compute/ so that ^compute/cuda/ runs them with the FMA throughput they sit
 // beside. Registered for CUDA devices only.
 //
@@ -235,42 +235,44 @@ Workload make_mma(const Plan& plan, const MmaType& t) {
 
 // ---- wgmma -------------------------------------------------------------------------------
 
-// Warpgroups per block, sharing one copy of A, -A and B (1, 2, 3 and 4 measured the same).
-constexpr int kWarpgroups = 2;
+// One warpgroup a block and 3 blocks an SM, all resident at once (the kernel's 162 registers a
+// thread allow 3): one wave, as the variants behind the kernel's form were measured.
+constexpr std::size_t kBlocksPerUnit = 3;
+constexpr int kN = 256;  // m64n256kK: 128 accumulator registers a thread
 
 struct WgmmaType {
   const char* name;
   const char* traits;
-  int k;  // m64n128kK
+  int k;  // m64n256kK
   Format in;
 };
 
 
 Workload make_wgmma(const Plan& plan, const WgmmaType& t) {
   const bool test = plan.size == Size::test;
-  const std::size_t local = 128 * kWarpgroups, blocks = test ? 2 : blocks_for(plan) / 3, items = blocks * local;
-  const std::size_t warpgroups = items / 128;
-  // 1 ms at ~900 TFLOP/s: warpgroups (132 * 4 * 2) * 2 wgmmas per trip * 2 * 64 * 128 * 16
-  // flops is 5.5e8 per trip, so about 1600 trips (fp8: twice the work per wgmma).
+  const std::size_t local = 128, blocks = test ? 2 : std::max<unsigned>(plan.device.compute_units, 1) * kBlocksPerUnit;
+  const std::size_t items = blocks * local, warpgroups = blocks;
+  // About 1 ms at ~900 TFLOP/s: warpgroups (132 * 3) * 2 wgmmas per trip * 2 * 64 * 256 * 16
+  // flops is 4.2e8 per trip, so about 2100 trips (fp8: twice the work per wgmma at twice the rate).
   const int iters = test ? 2 : 2048;
-  const double per_wgmma = 2.0 * 64 * 128 * t.k;
+  const double per_wgmma = 2.0 * 64 * kN * t.k;
 
   Workload w;
   w.identify(identity({{"family", "compute"}, {"backend", plan.device.backend}, {"op", "wgmma"}, {"type", t.name}}));
   w.kernel = {"tensor", "wgmma", {{"WGMMA_TYPE", t.traits}, {"ITERS", std::to_string(iters)}}};
   w.range = Range::linear(items, local);
   const Format in = t.in;
-  const std::size_t c_floats = warpgroups * 64 * 128;
+  const std::size_t regs = kN / 2, c_floats = warpgroups * regs * 128;
   const std::uint64_t seed = std::hash<std::string>{}(w.name);
-  w.buffers = {{blocks * 8192,  // per block: A (2048 bytes), -A (2048), B (4096)
+  w.buffers = {{blocks * 12288,  // per block: A (2048 bytes), -A (2048), B (8192)
                 [in](Bytes& b) {
                   for (std::size_t i = 0; i < b.size() / 4; ++i) {
-                    const std::size_t block = i / 2048, word = i % 2048;
+                    const std::size_t block = i / 3072, word = i % 3072;
                     const double a = operand(block, 0, 0), v = word < 512 ? a : word < 1024 ? -a : operand(block, 0, 1);
                     put<std::uint32_t>(b, i, splat(in, v));
                   }
                 }},
-               {c_floats * 4,  // c[warpgroup][64][128]: odd integers in [-7, 7]
+               {c_floats * 4,  // c[warpgroup][128][128]: odd integers in [-7, 7]
                 [seed](Bytes& b) {
                   Rng r(seed);
                   for (std::size_t i = 0; i < b.size() / 4; ++i) put<float>(b, i, float(2.0 * double(r.next() % 8) - 7));
@@ -284,13 +286,13 @@ Workload make_wgmma(const Plan& plan, const WgmmaType& t) {
     const int per_word = 32 / in.bits;
     for (std::size_t item = 0; item < items; item += every) {
       const std::size_t wg = item / 128, thread = item % 128, block = item / local;
-      const double a = element(in, inb[0], block * 2048 * per_word);
-      const double na = element(in, inb[0], (block * 2048 + 512) * per_word);
-      const double b = element(in, inb[0], (block * 2048 + 1024) * per_word);
+      const double a = element(in, inb[0], block * 3072 * per_word);
+      const double na = element(in, inb[0], (block * 3072 + 512) * per_word);
+      const double b = element(in, inb[0], (block * 3072 + 1024) * per_word);
       double dot = 0, ndot = 0;
       for (int kk = 0; kk < k; ++kk) dot += a * b, ndot += na * b;
-      for (int r = 0; r < 64; ++r) {
-        const std::size_t idx = (wg * 64 + r) * 128 + thread;
+      for (std::size_t r = 0; r < regs; ++r) {
+        const std::size_t idx = (wg * regs + r) * 128 + thread;
         double v = get<float>(inb[1], idx);
         for (int i = 0; i < iters; ++i) v += dot, v += ndot;
         v += dot;
