@@ -5,8 +5,8 @@
 // so every access of a thread stays in one bank and a warp's lanes hit banks l*stride mod 32.
 // Same addresses, same order, same sums and values as OpenCL, so the host references check
 // both. The read loop is kept lean (no mask, no bounds checks, no address arithmetic in the
-// loop: local_read says how) because at stride 1 it should run near the shared-memory limit of 128 B/clk
-// per SM: with an address computation per access (two integer instructions besides the LDS
+// loop: local_read says how) because at stride 1 it should run near the shared-memory limit of
+// 128 B/clk per SM: with an address computation per access (two integer instructions besides the LDS
 // and the FADD) the SM's instruction issue, not shared memory, would be the limit.
 // Specialised with WORDS, LOOPS.
 #include "archbench.cuh"
@@ -21,9 +21,10 @@
 // i & MASK), so that over a period a thread's reads need no mask: the j-th is at its base
 // (l*stride) & MASK plus the constant j*STEP, one LDS with an immediate offset and one FADD.
 // With masked addresses the loop kept all 16*PERIOD of them in registers (153 a thread at 4096
-// words): one group of 256 an H100 SM, each group's fill (latency-bound, before its barrier)
-// unhidden, 32.3 TB/s; with the second copy 25 registers, 4 groups an SM at once and 32.9
-// (results/.../peaks-evidence/shared-layout.txt). The fill reads each word of `in` once and
+// words): one group of 256 an SM at a time, each group's fill (latency-bound, before its
+// barrier) unhidden, 32.38 TB/s at stride 1 on the H100 and the H200; with the second copy 23
+// registers, the 4 groups an SM all at once, and 33.10 TB/s on the H200 (99% of 128 B/clk at
+// 1980 MHz; results/nvidia-h200/580-159-04/peaks.md). The fill reads each word of `in` once and
 // writes it to each of its copies.
 // volatile keeps every read: seeing the same words read every period, the compiler would
 // otherwise load them once and only redo the additions. Same words, same order, same sum.
