@@ -6,8 +6,8 @@
 // Same addresses, same order, same sums and values as OpenCL, so the host references check
 // both. The read loop is kept lean (no mask, no bounds checks, no address arithmetic in the
 // loop: local_read says how) because at stride 1 it should run near the shared-memory limit of
-// 128 B/clk per SM: with an address computation per access (two integer instructions besides the LDS
-// and the FADD) the SM's instruction issue, not shared memory, would be the limit.
+// 128 B/clk per SM: with an address computation per access (two integer instructions besides
+// the LDS and the FADD) the SM's instruction issue, not shared memory, would be the limit.
 // Specialised with WORDS, LOOPS.
 #include "archbench.cuh"
 
