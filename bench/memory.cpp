@@ -67,8 +67,9 @@ Workload stream(const Plan& plan, const std::string& kernel, const char* tname) 
   // Work-groups of 128 on a GPU: on an H200 triad moved 4.41 TB/s in groups of 128 against 4.37
   // in groups of 256 (results/nvidia-h200/580-159-04/peaks-evidence/stream-blocks.txt).
   const std::size_t items = n / per_item;
-  w.range = Range::linear(items, plan.device.is_gpu ? std::min(local_for(plan.device, items), std::size_t(128))
-                                                    : local_for(plan.device, items));
+  std::size_t local = local_for(plan.device, items);
+  if (plan.device.is_gpu) local = std::min<std::size_t>(local, 128);
+  w.range = Range::linear(items, local);
   if (kernel == "copy") {  // c = a
     w.buffers = {arr(1), out};
     w.args = {Arg::buf(0), Arg::buf(1)};

@@ -285,10 +285,10 @@ Workload make_wgmma(const Plan& plan, const WgmmaType& t) {
   w.check = [=](const std::vector<Bytes>& inb, const std::vector<Bytes>& out, std::size_t every, Cost& tally) {
     const int per_word = 32 / in.bits;
     for (std::size_t item = 0; item < items; item += every) {
-      const std::size_t wg = item / 128, thread = item % 128, block = item / local;
-      const double a = element(in, inb[0], block * 3072 * per_word);
-      const double na = element(in, inb[0], (block * 3072 + 512) * per_word);
-      const double b = element(in, inb[0], (block * 3072 + 1024) * per_word);
+      const std::size_t wg = item / local, thread = item % local;  // one warpgroup a block
+      const double a = element(in, inb[0], wg * 3072 * per_word);
+      const double na = element(in, inb[0], (wg * 3072 + 512) * per_word);
+      const double b = element(in, inb[0], (wg * 3072 + 1024) * per_word);
       double dot = 0, ndot = 0;
       for (int kk = 0; kk < k; ++kk) dot += a * b, ndot += na * b;
       for (std::size_t r = 0; r < regs; ++r) {
