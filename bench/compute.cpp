@@ -260,15 +260,18 @@ Shape filling(const Plan& plan, int width, int chains) {
 // Several waves of equal groups lose up to 9% on the H100 to SMs idle at the wave boundaries
 // (scalar float mad at 4 waves: 60.1 TFLOP/s, ncu: SM active 91% of the elapsed cycles at
 // 3.98 IPC; 1 wave: 65.5). ARCHBENCH_WAVES (default 0.75: 48 of the 64 warps an SM holds, so
-// that kernels of up to 40 registers a thread still fit at once) sets the fill; the launch
-// does twice filling()'s work, about 2 ms of FMAs on an H100.
+// that kernels of up to 40 registers a thread still fit at once) sets the fill. The launch
+// does 8 times filling()'s work, about 8 ms of FMAs on an H100, so that what a launch costs
+// beside its loop (its start, the inputs' first loads, the last blocks' tail: 10-20 us on an
+// H200, event time against the SMs' own span) is 0.1-0.2% of it: at 2 ms, double16 read 33.33
+// TFLOP/s, int16 33.32 Top/s and float16 66.03; at 8 ms 33.39, 33.42 and 66.13.
 Shape peak_shape(const Plan& plan, int width, int chains) {
   Shape s = filling(plan, width, chains);
   const DeviceInfo& d = plan.device;
   if (plan.size == Size::test || d.resident_per_unit == 0) return s;
   const char* env = std::getenv("ARCHBENCH_WAVES");
   const double waves = env ? std::atof(env) : 0.75;
-  const double work = 2.0 * double(s.items) * s.iters;
+  const double work = 8.0 * double(s.items) * s.iters;
   const auto items = static_cast<std::size_t>(waves * d.compute_units * d.resident_per_unit) / s.local * s.local;
   s.items = std::max(items, s.local);
   s.iters = std::max(1, static_cast<int>(work / double(s.items)));

@@ -148,8 +148,9 @@ ending in '$' still matches); pick with --benchmark_filter=REGEX, e.g.
   --benchmark_filter='compute/opencl/mad/float'   --benchmark_filter='^memory/.*/triad'
 Counters: flop_per_s, op_per_s, byte_per_s, call_per_s, ns_per_access, cycles_per_access
 (at the SM clock the clock meter saw held, NVIDIA; else at the device's reported maximum, as
-the context's clock_meter says), clock_mhz and clock_throttle (NVIDIA: the clock held and the
-throttle reasons seen; clock_throttled in the context names the workloads); the slowdown
+the context's clock_meter says), clock_mhz (NVIDIA: the clock held, counted by the SMs' cycle
+counter where CUPTI can read it, else NVML's), clock_nvml_mhz and clock_throttle (NVML's clock
+and the throttle reasons it saw; clock_throttled in the context names the workloads); the slowdown
 (divergence) and speedup (scalability) against their baseline are derived by the tools
 (tools/archbench), from the baseline in the JSON. Times are per launch: device events with the queue held
 (warm-up excluded; CUDA holds the stream with a spin kernel), or the host clock where that is
@@ -506,7 +507,7 @@ int main(int argc, char** argv) {
       meters.push_back(ab::make_energy_pass(info, energy));
       meters.push_back(ab::make_topdown_meter(*device, topdown[0] - '0'));
       meters.push_back(ab::make_traffic_meter(*device, traffic));
-      meters.push_back(ab::make_clock_meter(info));
+      meters.push_back(ab::make_clock_meter(*device));
       for (const auto& m : meters) {
         measure->add_meter(m.get());
         for (const auto& [k, v] : m->context()) benchmark::AddCustomContext(k, v);

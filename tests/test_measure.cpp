@@ -73,8 +73,9 @@ class FakeDevice final : public ab::Device {
   ab::DeviceInfo info_;
 };
 
-// Hardware counters as a recorded range (the values of tests/test_topdown.cpp): the TopDown
-// meter asks for its metrics, replays the launch, and turns the values into td_* counters.
+// Hardware counters as a recorded range (the values of tests/test_topdown.cpp, and 1250 SM
+// cycles in its 2500 ns): the TopDown and clock meters ask for their metrics, replay the
+// launch, and turn the values into their counters.
 class FakeReader final : public ab::CounterReader {
  public:
   std::vector<std::string> base_metrics() const override {
@@ -96,7 +97,8 @@ class FakeReader final : public ab::CounterReader {
   static std::map<std::string, double> values() {
     return {{"sm__cycles_active.sum", 1000}, {"sm__inst_executed.sum", 3000}, {"sm__inst_issued.sum", 3200},
             {"smsp__thread_inst_executed.sum", 3000 * 32 * 0.8}, {"smsp__warps_active.sum", 10000},
-            {"gpu__time_duration.sum", 2500}, {"smsp__warps_issue_stalled_long_scoreboard.sum", 400},
+            {"gpu__time_duration.sum", 2500}, {"sm__cycles_elapsed.avg", 1250},
+            {"smsp__warps_issue_stalled_long_scoreboard.sum", 400},
             {"smsp__warps_issue_stalled_lg_throttle.sum", 100}, {"smsp__warps_issue_stalled_math_pipe_throttle.sum", 200},
             {"smsp__warps_issue_stalled_wait.sum", 100}, {"smsp__warps_issue_stalled_no_instruction.sum", 100},
             {"smsp__warps_issue_stalled_barrier.sum", 50}, {"smsp__warps_issue_stalled_dispatch_stall.sum", 50},
@@ -319,4 +321,25 @@ TEST(Meters, TopDownFromTheDevicesCounterReader) {
   EXPECT_NEAR(c.at("td_memory_bound"), 0.1, 1e-12);
   EXPECT_NEAR(c.at("td_ipc"), 3.0, 1e-12);
   EXPECT_EQ(c.count("td_stall_long_scoreboard"), 0u);  // a level-3 counter
+}
+
+// The clock meter where the SMs' cycles can be counted and NVML cannot answer (a device not
+// NVIDIA's): the clock is the count over the window's time, 1250 cycles in 2500 ns, 500 MHz, and
+// cycles per access are at it; there is no NVML reading and no throttle counter.
+TEST(Meters, ClockCountedByTheSMs) {
+  FakeDevice dev;
+  std::unique_ptr<ab::Meter> clock = ab::make_clock_meter(dev);
+  ASSERT_TRUE(clock->active());
+  const std::string how = clock->context().at(0).second;
+  EXPECT_NE(how.find("SM cycles counted over 250 ms"), std::string::npos) << how;
+  EXPECT_NE(how.find("no NVML: no clock sensor for this vendor's devices"), std::string::npos) << how;
+  int launches = 0;
+  const ab::MeterPass pass{[&launches](int n) { return launches += n, n * kPerLaunch; }, nullptr, kPerLaunch};
+  std::map<std::string, double> c;
+  for (const ab::CounterValue& v : clock->measure(workload("clock", true), pass)) c[v.name] = v.value;
+  EXPECT_EQ(launches, 3 * 250);  // the 250 ms window of 1 ms launches, once a replay pass
+  EXPECT_NEAR(c.at("clock_mhz"), 500, 1e-9);
+  EXPECT_NEAR(c.at("cycles_per_access"), 1000 / 500e6, 1e-18);  // accesses over cycles, inverted by the reporter
+  EXPECT_EQ(c.count("clock_nvml_mhz") + c.count("clock_throttle"), 0u);
+  EXPECT_TRUE(clock->summary().empty());
 }

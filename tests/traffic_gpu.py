@@ -8,7 +8,9 @@ kernels of known traffic, and the agreement table of the compute and memory fami
     from L1): L1 reads within 5% of the bytes it asks for, L2 and DRAM within 5% of them (only the
     compulsory misses reach past L1);
   - the agreement table (tools/archbench_agreement.py) of compute and memory benchmarks: no
-    FINDING (executed flops exact or explained, DRAM bytes within 5% where the family streams).
+    FINDING (executed flops exact or explained, DRAM bytes within 5% where the family streams);
+  - the clock meter, which reads the SMs' cycles through the same counters: the clock of the float
+    FMA peaks is at most the device's maximum, and the rate at it at most what an SM issues.
 
 Exit 77 (skip, with the reason) where there is no CUDA device or its counters cannot be read.
 --out DIR keeps every file written.
@@ -89,6 +91,30 @@ def main():
                   f"{asked:.6g} B read from L1 (at most {TOLERANCE:.0%}: compulsory misses only)")
             if not ok:
                 failures.append(f"reuse {level}")
+    # The clock meter (fixtures/meters/clock.cpp) counts SM cycles where these counters can be
+    # read. A count too high would pass the maximum clock; one too low would put the float FMA
+    # rate above 256 flops an SM-cycle (128 FP32 lanes: the widest NVIDIA SM).
+    with open(run) as f:
+        doc = json.load(f)
+    ctx = doc["context"]
+    if "SM cycles counted" not in ctx.get("clock_meter", ""):
+        failures.append(f"the clock meter counts no SM cycles: {ctx.get('clock_meter')}")
+    top, sms = float(ctx["max_clock_mhz"]), float(ctx["compute_units"])
+    seen = set()
+    for e in doc["benchmarks"]:
+        name = e.get("run_name", "")
+        if e.get("run_type") != "iteration" or not name.startswith("compute/cuda/mad/float") or name in seen:
+            continue
+        seen.add(name)
+        mhz = e.get("clock_mhz", 0.0)
+        per_cycle = e["flop_per_s"] / (sms * mhz * 1e6) if mhz else float("inf")
+        ok = 0 < mhz <= top * 1.005 and per_cycle <= 256
+        print(f"{'ok  ' if ok else 'FAIL'} clock {name}: {mhz:.1f} MHz counted (NVML {e.get('clock_nvml_mhz', 0):.0f}, "
+              f"maximum {top:.0f}), {per_cycle:.1f} flops an SM-cycle (at most 256)")
+        if not ok:
+            failures.append(f"clock of {name}")
+    if not seen:
+        failures.append("no compute/cuda/mad/float row to check the clock of")
     table, summary = tf.agreement(rows)
     text = tf.text_table(table, summary)
     print(text)
