@@ -114,9 +114,9 @@ extern "C" __global__ void mma_sync(const uint* __restrict__ a, const uint* __re
 #if defined(WGMMA_TYPE) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 // wgmma.mma_async m64n256kK with f32 accumulators, A from registers and B from shared memory:
 // a warpgroup (4 warps) computes a 64x256 tile, 128 f32 registers per thread. The power cap,
-// not the issue rate, holds wgmma below its datasheet rate (the SM clock falls to 1750-1860 MHz
-// within 100 ms, NVML throttle reason 0x4), so the peak is the form that spends the fewest joules
-// a flop: on an H200, m64n128 with A in shared memory ran fp16 857 and fp8 1736 TFLOP/s, m64n256
+// not the issue rate, holds wgmma below its datasheet rate (within 100 ms, NVML throttle reason
+// 0x4; the SMs' own cycle count reads 1674-1707 MHz for fp16 and fp8, NVML 1750-1980), so the
+// peak is the form that spends the fewest joules a flop: on an H200, m64n128 with A in shared memory ran fp16 857 and fp8 1736 TFLOP/s, m64n256
 // with A in shared memory 881 and 1778, m64n256 with A in registers 896 and 1807
 // (results/nvidia-h200/580-159-04/peaks-evidence/wgmmavariants.txt): B is read once for twice
 // the flops and A not at all from shared memory. B (256 x K) is K-major in shared memory, 32
