@@ -4,7 +4,7 @@
 # program and archbench_trace_cuda_apis; libcupti and libcublas are the node's own, from CUDA_HOME
 # or /usr/local/cuda):
 #   1. the planted CUDA program untraced and traced (wall time of each, overhead);
-#   2. the end-to-end checks (tests/trace/cuda_trace_e2e.py: the planted program's raw records,
+#   2. the end-to-end checks (tests/analysis/trace/cuda_trace_e2e.py: the planted program's raw records,
 #      then the report; cuda_apis traced by archbench_trace.py run, and its crash mode);
 #   3. archbench on a quick CUDA filter untraced and traced (wall time, overhead, and the
 #      device-timed results of both compared);
@@ -87,7 +87,7 @@ grep -q "archbench trace (cuda):.*->" "$out/planted_traced.log" || fail "the tra
 # 2. The end-to-end checks (a second traced run of the planted program, and cuda_apis; kept in e2e/).
 apis_arg=()
 [ -x "$apis" ] && apis_arg=(--apis "$apis")
-timed e2e python3 "$root/tests/trace/cuda_trace_e2e.py" --planted "$planted" --lib "$lib" --tool "$tool" ${apis_arg[@]+"${apis_arg[@]}"} --out "$out/e2e" ||
+timed e2e python3 "$root/tests/analysis/trace/cuda_trace_e2e.py" --planted "$planted" --lib "$lib" --tool "$tool" ${apis_arg[@]+"${apis_arg[@]}"} --out "$out/e2e" ||
   fail "end-to-end checks: $(grep -c '^FAIL' "$out/e2e.log") failed: $(grep '^FAIL' "$out/e2e.log" | head -n5 | tr '\n' ';') $(said e2e)"
 
 # 3. archbench, untraced then traced, on the same quick filter.

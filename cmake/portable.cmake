@@ -15,10 +15,10 @@
 #  - Google Benchmark is built from source, statically: ARCHBENCH_BENCHMARK_SOURCE names Debian's
 #    source of it (ci/bundle.sh unpacks it).
 #  - PAPI is left out (libpapi needs glibc 2.34): no host energy meter; NVML needs nothing.
-# tests/needed.py checks the result (objdump -T, readelf -V); README: the bundle.
+# tests/e2e/needed.py checks the result (objdump -T, readelf -V); README: the bundle.
 set(ARCHBENCH_GLIBC_FLOOR 2.28)
 
-# The link options, for every target (ARCHBENCH_PORTABLE) or one (the probe of tests/needed.py).
+# The link options, for every target (ARCHBENCH_PORTABLE) or one (the probe of tests/e2e/needed.py).
 function(archbench_portable_flags link_var)
   # -Wl, not LINKER:, whatever the language: g++ links the CUDA programs too.
   set(${link_var} -static-libstdc++ ${ARCHBENCH_GLIBC_COMPAT} -Wl,@${ARCHBENCH_GLIBC_WRAPS}
@@ -26,7 +26,7 @@ function(archbench_portable_flags link_var)
       PARENT_SCOPE)
 endfunction()
 
-# Made on x86-64 Linux with binutils only (elsewhere tests/needed.py skips its probe).
+# Made on x86-64 Linux with binutils only (elsewhere tests/e2e/needed.py skips its probe).
 if(NOT (CMAKE_SYSTEM_NAME STREQUAL "Linux" AND CMAKE_SYSTEM_PROCESSOR STREQUAL "x86_64" AND CMAKE_OBJDUMP))
   if(ARCHBENCH_PORTABLE)
     message(FATAL_ERROR "ARCHBENCH_PORTABLE needs x86-64 Linux and binutils (objdump)")

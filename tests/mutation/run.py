@@ -5,17 +5,22 @@ and records caught / survived / not applicable (GPU-only without --gpu).
 
   tests/mutation/run.py [--work /tmp/bmut] [--rev HEAD] [--only ID,...] [--gpu] [--json OUT]
 
+A run of every mutation writes its score, with the commit it checked, to tests/mutation/LAST.json
+(--json OUT writes elsewhere; a run of some, --only, writes only there).
+
 The scratch copy is `git archive REV` under WORK/src (kept while REV is the same commit) and the
 build is WORK/build, configured once (Release; CUDA only with --gpu) and kept across mutations,
 so each mutation costs one incremental build of its targets and its tests. Before any mutation
 the same tests run on the unmutated copy: a test that already fails there makes its mutations
-"invalid", not caught. A mutation whose old text is not found exactly once stops the run (exit 2).
-Exit 0 when every applicable mutation was caught, 1 when some survived. Not run in CI (slow).
+"invalid", not caught. A mutation whose old text is not found exactly once, or that names a
+ctest the build does not have, stops the run (exit 2, as does a copy that does not configure or
+build). Exit 0 when every applicable mutation was caught, 1 when some survived. Not run in CI (slow).
 """
 
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,12 +31,19 @@ sys.path.insert(0, HERE)
 from mutations import MUTATIONS  # noqa: E402
 
 TARGETS = {"unit": ["archbench_unit"], "conformance": ["archbench_conformance"],
-           "ctest:smoke": ["archbench"], "ctest:safety": ["archbench"], "ctest:regression": ["archbench"],
-           "ctest:roofline": ["archbench"], "ctest:topdown_gpu": ["archbench_topdown"]}
+           "ctest:e2e/smoke": ["archbench"], "ctest:e2e/safety": ["archbench"], "ctest:e2e/regression": ["archbench"],
+           "ctest:e2e/roofline_e2e": ["archbench"], "ctest:analysis/topdown/topdown_gpu": ["archbench_topdown"]}
+LAST = os.path.join(HERE, "LAST.json")
 
 
 def log(*a):
     print(*a, flush=True)
+
+
+def stop(why):
+    """The check cannot run (a stale table, a build that fails): exit 2, not 1 (some survived)."""
+    print(why, file=sys.stderr, flush=True)
+    sys.exit(2)
 
 
 def sh(cmd, cwd=None, env=None, timeout=None):
@@ -72,7 +84,7 @@ def run_test(t, src, build, timeout):
         rc, out, dt = sh([sys.executable, "-m", "unittest", "discover", "-s", os.path.join(src, "tests", "tools"),
                           "-p", arg], cwd=src, env=env, timeout=timeout)
     else:
-        raise SystemExit(f"unknown test kind {t!r}")
+        stop(f"unknown test kind {t!r}")
     status = "pass" if rc == 0 else "skip" if rc == 77 else "fail"
     return status, dt, out[-1500:]
 
@@ -86,13 +98,13 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated mutation ids")
     ap.add_argument("--gpu", action="store_true", help="also the GPU-only mutations (CUDA build, a CUDA GPU)")
     ap.add_argument("--timeout", type=int, default=600, help="per test, seconds")
-    ap.add_argument("--json", default="", help="write the results here")
+    ap.add_argument("--json", default="", help="write the results here (default: LAST.json after a run of every mutation)")
     args = ap.parse_args()
 
     muts = [m for m in MUTATIONS if not args.only or m["id"] in args.only.split(",")]
     ids = [m["id"] for m in muts]
     if len(set(ids)) != len(ids):
-        raise SystemExit("duplicate mutation ids")
+        stop("duplicate mutation ids")
     commit = subprocess.check_output(["git", "-C", args.repo, "rev-parse", args.rev], text=True).strip()
     src, build = os.path.join(args.work, "src"), os.path.join(args.work, "build")
     stamp = os.path.join(args.work, "commit")
@@ -121,23 +133,29 @@ def main():
         text = originals.setdefault(m["file"], open(path).read())
         n = text.count(m["old"])
         if n != 1:
-            raise SystemExit(f"mutation {m['id']}: the old text is found {n} times in {m['file']} (must be once):\n{m['old']}")
+            stop(f"mutation {m['id']}: the old text is found {n} times in {m['file']} (must be once):\n{m['old']}")
 
     if not os.path.exists(os.path.join(build, "CMakeCache.txt")):
         cfg = ["cmake", "-S", src, "-B", build, "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
                "-DARCHBENCH_CUDA=" + ("ON" if args.gpu else "OFF")]
         rc, out, _ = sh(cfg)
         if rc:
-            raise SystemExit("configure failed:\n" + out[-3000:])
+            stop("configure failed:\n" + out[-3000:])
 
     applicable = [m for m in muts if args.gpu or not m["gpu"]]
     all_tests = []
     for m in applicable:
         all_tests += [t for t in m["tests"] if t not in all_tests]
+    # Every ctest a mutation names is one this build has: a stale name stops here, not as "invalid".
+    listed = sh(["ctest", "--test-dir", build, "-N"])[1]
+    have = set(re.findall(r"^\s*Test\s+#\d+: (\S+)$", listed, re.M))
+    unknown = [t for t in all_tests if t.startswith("ctest:") and t.split(":", 1)[1] not in have]
+    if unknown:
+        stop(f"mutations name ctests this build does not have: {unknown}")
     t0 = time.time()
     rc, out, dt = sh(["cmake", "--build", build, "-j", args.jobs, "--target"] + targets_of(all_tests))
     if rc:
-        raise SystemExit("the unmutated copy does not build:\n" + out[-3000:])
+        stop("the unmutated copy does not build:\n" + out[-3000:])
     log(f"unmutated build {dt:.0f} s")
     baseline = {}
     for t in all_tests:
@@ -206,13 +224,14 @@ def main():
         log(f"  GPU-only: {r['id']} ({r['cls']})")
     for r in other:
         log(f"  {r['status']}: {r['id']}: {r.get('why', '')[:300]}")
-    if args.json:
+    out = args.json or ("" if args.only else LAST)
+    if out:
         doc = dict(commit=commit, caught=len(caught), ran=ran, total=len(results),
                    not_applicable=[r["id"] for r in na], survived=[r["id"] for r in survived],
                    other=[r["id"] for r in other], baseline=baseline, seconds=round(time.time() - t0),
                    host=os.uname().nodename, results=results)
-        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-        with open(args.json, "w") as f:
+        os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+        with open(out, "w") as f:
             json.dump(doc, f, indent=1)
             f.write("\n")
     return 0 if not survived and not other else 1

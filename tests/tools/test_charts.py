@@ -1,4 +1,4 @@
-"""The chart renderer (tools/archbench/charts.py): matplotlib where importable, the plain SVG
+"""The chart renderer (tools/archbench/render/charts.py): matplotlib where importable, the plain SVG
 where not (forced here with ARCHBENCH_CHARTS=svg); each path writes a non-empty valid file.
 Stdlib unittest; the matplotlib tests skip where it is not importable (/usr/bin/python3 has it).
 
@@ -14,7 +14,7 @@ from unittest import mock
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                 "tools"))
-from archbench import charts  # noqa: E402
+from archbench.render import charts  # noqa: E402
 
 MODEL = {"orm": {"compute": {"float": {"fma": {"value": 60e12}}}, "device_memory": {"value": 3e12}},
          "carm": {"levels": [{"name": "device memory", "value": 3e12}]}, "textbook": None}
@@ -23,7 +23,7 @@ POINTS = [{"name": "flops/cuda/dram/float/flops:1", "ai": 0.25, "flop_per_s": 0.
 
 
 def chart(path):
-    from archbench import roofline
+    from archbench.render import roofline
     return roofline.write_chart(path, MODEL, BW, POINTS, "float", "test chart")
 
 

@@ -19,7 +19,10 @@ TOOLS = os.path.join(ROOT, "tools")
 COMPARE = os.path.join(TOOLS, "archbench_compare.py")
 HISTORY = os.path.join(TOOLS, "archbench_history.py")
 sys.path.insert(0, TOOLS)
-from archbench import charts, compare as ac, results, stats  # noqa: E402
+from archbench.analysis import compare as ac, stats  # noqa: E402
+from archbench.commands import compare as cc  # noqa: E402
+from archbench.records import results  # noqa: E402
+from archbench.render import charts  # noqa: E402
 
 CONTEXT = {
     "date": "2024-05-01T10:00:00+00:00", "host_name": "box", "executable": "./archbench", "num_cpus": 16,
@@ -153,9 +156,9 @@ class CompareTest(unittest.TestCase):
         base, new = results.Bench(), results.Bench()
         base.samples["real_time"] = [100, 101, 102, 103, 104]
         new.samples["real_time"] = [105, 106, 107, 108, 109]
-        args = ac.parse_args(["x", "y", "--min-effect", "0.01", "--noise-factor", "5"])
+        args = cc.parse_args(["x", "y", "--min-effect", "0.01", "--noise-factor", "5"])
         self.assertEqual(ac.compare_metric("real_time", base, new, args)["verdict"], "unchanged")
-        args = ac.parse_args(["x", "y", "--min-effect", "0.01", "--noise-factor", "1"])
+        args = cc.parse_args(["x", "y", "--min-effect", "0.01", "--noise-factor", "1"])
         self.assertEqual(ac.compare_metric("real_time", base, new, args)["verdict"], "regression")
 
     def test_single_sample_no_stats(self):

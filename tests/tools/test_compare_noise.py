@@ -25,7 +25,9 @@ import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-from archbench import compare as ac, results, stats  # noqa: E402
+from archbench.analysis import compare as ac, stats  # noqa: E402
+from archbench.commands import compare as cc  # noqa: E402
+from archbench.records import results  # noqa: E402
 
 RECORDS = sorted(glob.glob(os.path.join(ROOT, "results", "*", "*", "compare-noise")))
 SLOWDOWN = 1.2
@@ -60,7 +62,7 @@ def rates(folder):
     files = sorted(f for f in glob.glob(os.path.join(folder, "*.json")) if os.path.basename(f) != "rates.json")
     sides = [results.load_side(f)[1] for f in files]
     names = sorted(set.intersection(*(set(s) for s in sides)))
-    args = ac.parse_args(["BASE", "NEW"])
+    args = cc.parse_args(["BASE", "NEW"])
     spread = {n: stats.relative_spread([statistics.median(results.values_of(s[n], "real_time")) for s in sides])
               for n in names}
     out = {"runs": len(files), "pairs": len(files) - 1, "benchmarks_compared": len(names),

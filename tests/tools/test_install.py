@@ -3,7 +3,7 @@ folder, the tree is moved elsewhere, and from the moved tree --device=all, the M
 variability report, made by the installed Python tools), a results tool and the OpenCL tracer
 (which must find its library in PREFIX/lib) are run.
 
-Run by the ctest `tools`, which names the build (ARCHBENCH_BUILD_DIR), cmake (ARCHBENCH_CMAKE) and
+Run by the ctest `tools/test_install`, which names the build (ARCHBENCH_BUILD_DIR), cmake (ARCHBENCH_CMAKE) and
 mpirun (ARCHBENCH_MPIEXEC); skipped without them, or where archbench finds no device.
 """
 
@@ -17,8 +17,9 @@ import tempfile
 import unittest
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, TESTS)
+sys.path[:0] = [os.path.join(TESTS, "e2e"), os.path.join(TESTS, "tools")]
 import mpi_e2e  # noqa: E402  (its mpirun: 2 ranks on loopback)
+import test_package  # noqa: E402  (the console scripts of tools/pyproject.toml)
 
 FILTER = mpi_e2e.FILTER  # one launch benchmark: seconds on PoCL
 QUICK = ["--benchmark_min_time=0.01", "--benchmark_repetitions=1"]
@@ -33,12 +34,17 @@ def clean_env():
     return env
 
 
+def is_elf(path):
+    with open(path, "rb") as f:
+        return f.read(4) == b"\x7fELF"
+
+
 class InstalledTree(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         build = os.environ.get("ARCHBENCH_BUILD_DIR")
         if not build or not os.path.isfile(os.path.join(build, "CMakeCache.txt")):
-            raise unittest.SkipTest("ARCHBENCH_BUILD_DIR names no build (the ctest `tools` sets it)")
+            raise unittest.SkipTest("ARCHBENCH_BUILD_DIR names no build (the ctest `tools/test_install` sets it)")
         cls.build = build
         cls.tmp = tempfile.mkdtemp(prefix="archbench-install-test-")
         staged = os.path.join(cls.tmp, "staged")
@@ -79,7 +85,8 @@ class InstalledTree(unittest.TestCase):
         for rel in expected:
             self.assertTrue(os.path.isfile(os.path.join(self.p, rel)), f"{rel} is not installed")
         build = os.path.realpath(self.build)
-        for elf in glob.glob(os.path.join(self.p, "bin", "*")) + glob.glob(os.path.join(self.p, "lib", "*.so")):
+        binaries = [f for f in glob.glob(os.path.join(self.p, "bin", "*")) if is_elf(f)]  # not the console scripts
+        for elf in binaries + glob.glob(os.path.join(self.p, "lib", "*.so")):
             dyn = subprocess.run(["readelf", "-d", elf], capture_output=True, text=True, check=True).stdout
             runpath = [l.split("[", 1)[1].rstrip("]") for l in dyn.splitlines() if "RUNPATH" in l or "RPATH" in l]
             self.assertTrue(runpath and "$ORIGIN/../lib" in runpath[0].split(":"), f"{elf}: RUNPATH {runpath}")
@@ -101,6 +108,13 @@ class InstalledTree(unittest.TestCase):
                            capture_output=True, text=True, env=self.env)
         self.assertEqual(p.returncode, 0, p.stderr[-2000:])
 
+    def test_console_scripts(self):
+        """bin/archbench-COMMAND for every console script of tools/pyproject.toml, from the moved tree."""
+        for script in test_package.console_scripts():
+            p = subprocess.run([os.path.join(self.p, "bin", script), "--help"], capture_output=True, text=True,
+                               env=self.env)
+            self.assertEqual(p.returncode, 0, f"{script} --help: {p.stderr[-2000:]}")
+
     def test_trace_finds_its_library(self):
         out = os.path.join(self.tmp, "trace")
         p = subprocess.run([sys.executable, os.path.join(self.tools, "archbench_trace.py"), "run", "--api", "opencl",
@@ -109,8 +123,8 @@ class InstalledTree(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stdout[-1000:] + p.stderr[-2000:])
         self.assertTrue(glob.glob(os.path.join(out, "*.jsonl")), "the tracer wrote no record")
         # Every injection library is found in PREFIX/lib (archbench_topdown.py uses the same search).
-        code = ("import sys; from archbench.trace import find_lib; "
-                "print('\\n'.join(str(find_lib(n, None)) for n in sys.argv[1:]))")
+        code = ("import sys; from archbench.run.inject import locate; "
+                "print('\\n'.join(str(locate(n, None)) for n in sys.argv[1:]))")
         names = [os.path.basename(f) for f in glob.glob(os.path.join(self.p, "lib", "libarchbench_*.so"))]
         found = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True, check=True,
                                env=dict(self.env, PYTHONPATH=self.tools)).stdout.split()
@@ -137,7 +151,7 @@ class InstalledTree(unittest.TestCase):
         self.assertTrue(os.path.exists(os.path.join(self.tmp, "merged-variability.json")))
         # The report was made by the installed tools (Python caches what it imports beside it),
         # not by the sources the build knows of.
-        self.assertTrue(glob.glob(os.path.join(self.tools, "archbench", "__pycache__", "variability*.pyc")),
+        self.assertTrue(glob.glob(os.path.join(self.tools, "archbench", "*", "__pycache__", "variability*.pyc")),
                         "the variability report did not come from the installed tools")
 
 

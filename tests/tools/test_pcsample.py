@@ -10,7 +10,10 @@ import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "tools"))
-from archbench import pcsample  # noqa: E402
+from archbench.analysis import pcsample  # noqa: E402
+from archbench.records import raw as raw_records  # noqa: E402
+from archbench.render import pcsample as pc_render  # noqa: E402
+from archbench.run import pcsampling as pc_run  # noqa: E402
 
 TOOL = os.path.join(HERE, "..", "..", "tools", "archbench_pcsample.py")
 DATA = os.path.join(HERE, "..", "data", "pcsample")
@@ -72,14 +75,14 @@ class Arithmetic(unittest.TestCase):
                 "        /*0000*/                   LDC R1, c[0x0][0x28] ;\n"
                 "        /*0010*/                   LDG.E R2, desc[UR4][R2.64] ;   /* 0x... */\n"
                 "\t.text._Z5lanesILi4EEvPfi:\n        /*0000*/                   EXIT ;\n")
-        d = pcsample.parse_disassembly(text)
+        d = pc_run.parse_disassembly(text)
         self.assertEqual(d["_Z9hot_chasePKiPfi"][0x10], "LDG.E R2, desc[UR4][R2.64]")
         self.assertEqual(d["_Z5lanesILi4EEvPfi"], {0: "EXIT"})
 
 
 class Attribution(unittest.TestCase):
     def kernels(self):
-        return {k["kernel"]: k for k in pcsample.analyse(pcsample.load(RAW), pcsample.load(SASS))}
+        return {k["kernel"]: k for k in pcsample.analyse(raw_records.load_pc(RAW), raw_records.load_pc(SASS))}
 
     def test_kernels_lines_pcs(self):
         ks = self.kernels()
@@ -107,7 +110,7 @@ class Attribution(unittest.TestCase):
                             "--json", j, "--html", h], capture_output=True, text=True)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertIn("p = next[p];  // the planted chase", p.stdout)  # the source beside its line
-        self.assertLess(p.stdout.index("hot_chase"), p.stdout.index("lanes<4>"))
+        self.assertLess(p.stdout.index("hot_chase "), p.stdout.index("lanes "))  # short names in the tables
         doc = json.load(open(j))
         self.assertEqual(doc["context"]["period_log2"], 12)
         self.assertEqual(doc["kernels"][0]["lines"][0]["source"], "p = next[p];  // the planted chase")
@@ -232,17 +235,17 @@ class SassRun(unittest.TestCase):
         self.assertIn("flush failed: CUPTI_ERROR_INVALID_OPERATION", context["problems"][0])
         self.assertIn("SASS metrics (strategy deferred): no counts for 1 of the 3 launched functions: late",
                       context["problems"][1])
-        text = pcsample.text_report([], context)
+        text = pc_render.text_report([], context)
         self.assertIn("SASS metrics (strategy deferred): counts for 2 of 3 launched functions, 3 flushes", text)
         # An older raw file (no flush records, no strategy): as before.
         context = {}
         pcsample.sass_context({"end": [{"sass_ranges": 1}], "sass": [], "launch": []}, context)
         self.assertNotIn("sass_flush_log", context)
-        self.assertNotIn("SASS metrics (strategy", pcsample.text_report([], context))
+        self.assertNotIn("SASS metrics (strategy", pc_render.text_report([], context))
 
-    def run_env(self, options):
-        """The environment of each run of the program under the given options: the sampled run's, and
-        a list of the SASS runs'."""
+    def run_env(self, options, knobs=None):
+        """The environment of each run of the program under the given options and debugging knobs
+        (ARCHBENCH_PC_* variables): the sampled run's, and a list of the SASS runs'."""
         with tempfile.TemporaryDirectory() as d:
             prog = os.path.join(d, "prog.sh")
             with open(prog, "w") as f:
@@ -253,10 +256,11 @@ class SassRun(unittest.TestCase):
             lib = os.path.join(d, "libfake.so")
             open(lib, "w").close()
             env = {k: v for k, v in os.environ.items()
-                   if k != "CUDA_MODULE_LOADING" and not k.startswith("ARCHBENCH_PCSAMPLE_")}
+                   if k != "CUDA_MODULE_LOADING" and not k.startswith(("ARCHBENCH_PCSAMPLE_", "ARCHBENCH_PC_"))}
+            env.update(knobs or {})
             env["ARCHBENCH_PCSAMPLE_SASS_LAZY"] = "1"  # the command's choice replaces what the caller had
             env["ARCHBENCH_PCSAMPLE_SASS_TARGET"] = "7"
-            p = subprocess.run([sys.executable, TOOL, "--lib", lib, "--no-native", "--warp-pass", "never",
+            p = subprocess.run([sys.executable, TOOL, "--lib", lib, "--sass", "--warp-pass", "never",
                                 "--raw", os.path.join(d, "raw.jsonl")] + options + ["--", prog],
                                capture_output=True, text=True, timeout=60, env=env)
             self.assertEqual(p.returncode, 0, p.stderr)
@@ -286,30 +290,34 @@ class SassRun(unittest.TestCase):
                                  for l in sass))
         self.assertEqual(len(self.run_env(["--sass-kernels", "1"])[1]), 1)  # the hottest only
         # An older strategy: one SASS run, the caller's target not passed on.
-        _, runs = self.run_env(["--sass-strategy", "deferred"])
+        _, runs = self.run_env([], {"ARCHBENCH_PC_SASS_STRATEGY": "deferred"})
         self.assertEqual(len(runs), 1)
         self.assertIn("ARCHBENCH_PCSAMPLE_SASS_STRATEGY=deferred", runs[0])
         self.assertFalse(any(l.startswith("ARCHBENCH_PCSAMPLE_SASS_TARGET=") for l in runs[0]))
 
     def test_sass_strategy_options(self):
-        pc, (sass,) = self.run_env(["--sass-strategy", "reconfig", "--sass-lazy-patching", "0", "--pc-enable", "sync",
-                                 "--sass-loading", "lazy"])
+        pc, (sass,) = self.run_env([], {"ARCHBENCH_PC_SASS_STRATEGY": "reconfig", "ARCHBENCH_PC_SASS_LAZY_PATCHING": "0",
+                                        "ARCHBENCH_PC_ENABLE": "sync", "ARCHBENCH_PC_SASS_LOADING": "lazy"})
         self.assertIn("ARCHBENCH_PCSAMPLE_PC_ENABLE=sync", pc)
         self.assertIn("ARCHBENCH_PCSAMPLE_SASS_STRATEGY=reconfig", sass)
         self.assertIn("ARCHBENCH_PCSAMPLE_SASS_LAZY=0", sass)
         self.assertIn("CUDA_MODULE_LOADING=LAZY", sass)
         _, (sass,) = self.run_env(["--sass-range", "one"])  # the older option: one range
         self.assertIn("ARCHBENCH_PCSAMPLE_SASS_STRATEGY=once", sass)
-        _, (sass,) = self.run_env(["--sass-strategy", "target", "--sass-target", "lanes<8>"])  # one kernel a run
+        _, (sass,) = self.run_env(["--sass-target", "lanes<8>"], {"ARCHBENCH_PC_SASS_STRATEGY": "target"})  # one kernel a run
         self.assertIn("ARCHBENCH_PCSAMPLE_SASS_STRATEGY=target", sass)
         self.assertIn("ARCHBENCH_PCSAMPLE_SASS_TARGET=lanes<8>", sass)
         p = subprocess.run([sys.executable, TOOL, "--sass-target", "2", "--report", RAW], capture_output=True, text=True)
         self.assertEqual(p.returncode, 2)  # a target without the target strategy
-        self.assertIn("--sass-target goes with --sass-strategy target", p.stderr)
-        for bad in (["--sass-kernels", "2", "--sass-strategy", "once"], ["--sass-kernels", "0"],
-                    ["--sass-kernels", "some"]):
-            p = subprocess.run([sys.executable, TOOL, "--report", RAW] + bad, capture_output=True, text=True)
+        self.assertIn("--sass-target goes with ARCHBENCH_PC_SASS_STRATEGY=target", p.stderr)
+        for bad, knobs in ((["--sass-kernels", "2"], {"ARCHBENCH_PC_SASS_STRATEGY": "once"}),
+                           (["--sass-kernels", "0"], {}), (["--sass-kernels", "some"], {}),
+                           ([], {"ARCHBENCH_PC_DRAIN": "never"}), ([], {"ARCHBENCH_PC_WATCHDOG": "soon"})):
+            p = subprocess.run([sys.executable, TOOL, "--report", RAW] + bad, capture_output=True, text=True,
+                               env=dict(os.environ, **knobs))
             self.assertEqual(p.returncode, 2, bad)
+            for var in knobs:  # a knob's bad value: the variable named
+                self.assertIn(var, p.stderr)
 
     def test_dropped_records_and_target(self):
         # CUPTI's dropped records are a Problem with or without late functions; the target is named.
@@ -319,7 +327,7 @@ class SassRun(unittest.TestCase):
         pcsample.sass_context(recs, context)
         self.assertIn("SASS metrics: CUPTI dropped 8 instruction records at a range's end", context["problems"])
         self.assertIn("SASS metrics (strategy target, target 2): counts for 1 of 2 launched functions",
-                      pcsample.text_report([], context))
+                      pc_render.text_report([], context))
         pcsample.sass_context({"end": [], "sass": [], "launch": []}, {})  # no end record: no error
 
 
@@ -339,15 +347,15 @@ class Coverage(unittest.TestCase):
         self.assertEqual(cov["per_line"], ["hot_chase(unsigned int const*, float*)"])
         self.assertEqual(cov["per_kernel_only"], ["void lanes<1>(float*, int)", "void lanes<2>(float*, int)"])
         self.assertEqual(cov["none"], ["mystery()"])
-        text = pcsample.text_report(ks, {})
+        text = pc_render.text_report(ks, {})
         self.assertIn("Per-line instruction counts and warp efficiency (SASS metrics): 1 of 4 kernels: hot_chase(", text)
         self.assertIn("Per-kernel counts only, no per-line figures (warp pass counters): void lanes<1>(float*, int), "
                       "void lanes<2>(float*, int)", text)
         self.assertIn("No instruction counts: mystery()", text)
         # No SASS run and no warp pass: nothing claimed either way.
-        self.assertNotIn("Per-line instruction counts", pcsample.text_report([self.kernel("k", "unavailable")], {}))
+        self.assertNotIn("Per-line instruction counts", pc_render.text_report([self.kernel("k", "unavailable")], {}))
         # Every kernel counted per line: the one line.
-        text = pcsample.text_report([self.kernel("k", "sass_metrics")], {})
+        text = pc_render.text_report([self.kernel("k", "sass_metrics")], {})
         self.assertIn("(SASS metrics): 1 of 1 kernels: k", text)
         self.assertNotIn("Per-kernel counts only", text)
 
@@ -356,13 +364,13 @@ class Coverage(unittest.TestCase):
                                                     "exit_drain_s": 0.002, "disable_s": 0.043}],
                 "pc_enable_wait": [{"type": "pc_enable_wait", "waited_s": 0.047}]}
         context = pcsample.context_of(recs, {})
-        line = pcsample.fixed_costs_line(context)
+        line = pc_render.fixed_costs_line(context)
         self.assertEqual(line, "PC sampling's fixed costs: enable 0.080 s (async: the first launch waited 0.047 s), "
                                "first launch 0.084 s, drain at exit 0.002 s, disable 0.043 s")
-        self.assertIn(line, pcsample.text_report([], context))
+        self.assertIn(line, pc_render.text_report([], context))
         # Not measured (-1, as a SASS run writes) or an older file: no line.
         context = pcsample.context_of({"config": [], "error": [], "end": [{"type": "end", "enable_s": -1}]}, {})
-        self.assertEqual(pcsample.fixed_costs_line(context), "")
+        self.assertEqual(pc_render.fixed_costs_line(context), "")
 
 
 def warp_raw(d, kernels):
@@ -416,9 +424,9 @@ class WarpPass(unittest.TestCase):
     def test_kernel_without_sass_records_gets_the_counters(self):
         with tempfile.TemporaryDirectory() as d:
             sass = self.sass_without_lanes(d)
-            warp, _ = pcsample.load_warp(warp_raw(d, [self.LANES + (1000, 8000, 8000), self.LANES + (1000, 8000, 8000),
+            warp, _ = raw_records.load_warp(warp_raw(d, [self.LANES + (1000, 8000, 8000), self.LANES + (1000, 8000, 8000),
                                                       ("k_only_here", "_Z11k_only_herev", 10, 320, 320)]))
-            ks = {k["kernel"]: k for k in pcsample.analyse(pcsample.load(RAW), pcsample.load(sass), warp)}
+            ks = {k["kernel"]: k for k in pcsample.analyse(raw_records.load_pc(RAW), raw_records.load_pc(sass), warp)}
         hot, lanes = ks["hot_chase(int const*, float*, int)"], ks[self.LANES[0]]
         self.assertEqual(hot["efficiency"]["source"], "sass_metrics")  # per instruction where CUPTI counted it
         self.assertAlmostEqual(hot["efficiency"]["warp_efficiency"], 6450 / 8000)
@@ -435,7 +443,7 @@ class WarpPass(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             sass = self.sass_without_lanes(d)
             a = lambda mode, no_sass=False: type("A", (), {"warp_pass": mode, "no_sass": no_sass})  # noqa: E731
-            sass, full = pcsample.load(sass), pcsample.load(SASS)
+            sass, full = raw_records.load_pc(sass), raw_records.load_pc(SASS)
             self.assertEqual(pcsample.warp_pass_needed(a("auto"), sass), [self.LANES[1]])
             self.assertIsNone(pcsample.warp_pass_needed(a("auto"), full))  # every launched function counted
             self.assertIsNone(pcsample.warp_pass_needed(a("never"), sass))
@@ -454,7 +462,7 @@ class WarpPass(unittest.TestCase):
                    " else cp %s \"$ARCHBENCH_PCSAMPLE_OUT\"; fi\n" % (d, warp, sass, RAW))
             j = os.path.join(d, "out.json")
             env = {k: v for k, v in os.environ.items() if not k.startswith("ARCHBENCH_TOPDOWN")}
-            p = subprocess.run([sys.executable, TOOL, "--lib", lib, "--topdown-lib", tdlib, "--no-native",
+            p = subprocess.run([sys.executable, TOOL, "--lib", lib, "--topdown-lib", tdlib, "--sass",
                                 "--raw", os.path.join(d, "run.jsonl"), "--json", j, "--", prog],
                                capture_output=True, text=True, timeout=60, env=env)
             self.assertEqual(p.returncode, 0, p.stderr)
@@ -467,7 +475,7 @@ class WarpPass(unittest.TestCase):
         self.assertEqual(lanes["efficiency"]["source"], "counters")
         self.assertAlmostEqual(lanes["efficiency"]["warp_efficiency"], 0.25)
         self.assertEqual(doc["context"]["warp_functions"], [self.LANES[1]])
-        row = next(l for l in p.stdout.splitlines() if l.startswith("void lanes<4>"))
+        row = next(l for l in p.stdout.splitlines() if l.startswith("lanes "))  # its short name
         self.assertIn("0.250", row)
         self.assertIn("ctr", row)
         self.assertIn("sass", next(l for l in p.stdout.splitlines() if l.startswith("hot_chase")))
@@ -540,7 +548,7 @@ class EachKernel(unittest.TestCase):
 
     def test_plan_hottest_or_all(self):
         with tempfile.TemporaryDirectory() as d:
-            recs = pcsample.load(sampled_raw(d))
+            recs = raw_records.load_pc(sampled_raw(d))
         self.assertEqual(pcsample.sass_plan(recs, 5), [(HOT, "hot_chase(int const*, float*, int)"),
                                                        (LANES, "void lanes<4>(float*, int)")])  # sampled only
         self.assertEqual(pcsample.sass_plan(recs, 1), [(HOT, "hot_chase(int const*, float*, int)")])
@@ -551,7 +559,7 @@ class EachKernel(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             a, b = self.two_runs(d)
             merged = pcsample.sass_records([(None, a), (None, b)])  # the targets from the files
-            ks = {k["function"]: k for k in pcsample.analyse(pcsample.load(sampled_raw(d)), merged)}
+            ks = {k["function"]: k for k in pcsample.analyse(raw_records.load_pc(sampled_raw(d)), merged)}
         self.assertEqual(merged["sass_chosen"], [HOT, LANES])
         self.assertEqual({r["function"] for r in merged["sass"]}, {HOT, LANES})
         self.assertEqual(len(merged["sass"]), 5)  # 3 + 2: no stray, nothing twice
@@ -577,7 +585,7 @@ class EachKernel(unittest.TestCase):
         self.assertEqual(context["sass_missing"], [TINY])
         self.assertIn("(strategy each): no counts for 1 of the 2 chosen functions: _Z4tinyv", context["problems"][0])
         self.assertIn("SASS metrics (strategy each, 1 run): counts for 1 of 2 chosen functions",
-                      pcsample.text_report([], context))
+                      pc_render.text_report([], context))
         # A run of another strategy gives only the functions no run for one function gave.
         with tempfile.TemporaryDirectory() as d:
             merged = pcsample.sass_records([(None, SASS), (None, self.two_runs(d)[0])])
@@ -650,6 +658,45 @@ class EachKernel(unittest.TestCase):
         self.assertIn("SASS metrics (strategy each, 3 runs in ", p.stdout)
         self.assertIn("counts for 2 of 3 chosen functions", p.stdout)
 
+
+
+class DefaultRun(unittest.TestCase):
+    """The default is one sampled run (issue 38: the SASS runs of library kernels waited out the
+    library's watchdog for minutes before anything was printed); --sass is opt-in, and CUPTI's first
+    refusal ends that stage with its reason while the report is printed all the same."""
+
+    def run_tool(self, d, options, sass_script):
+        prog, lib, tdlib = fake_program(
+            d, "echo \"$ARCHBENCH_PCSAMPLE_MODE ${ARCHBENCH_TOPDOWN_OUT:+warp}\" >> %s/runs.txt\n"
+               "if [ -n \"$ARCHBENCH_TOPDOWN_OUT\" ]; then exit 0; fi\n"
+               "if [ \"$ARCHBENCH_PCSAMPLE_MODE\" = pc ]; then cp %s \"$ARCHBENCH_PCSAMPLE_OUT\"; exit 0; fi\n%s"
+               % (d, sampled_raw(d), sass_script))
+        j = os.path.join(d, "out.json")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("ARCHBENCH_PCSAMPLE_", "ARCHBENCH_PC_"))}
+        p = subprocess.run([sys.executable, TOOL, "--lib", lib, "--topdown-lib", tdlib, "--json", j,
+                            "--raw", os.path.join(d, "run.jsonl")] + options + ["--", prog],
+                           capture_output=True, text=True, timeout=60, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        return text(os.path.join(d, "runs.txt")).split("\n")[:-1], json.loads(text(j)), p
+
+    def test_one_sampled_run_by_default(self):
+        with tempfile.TemporaryDirectory() as d:
+            runs, doc, p = self.run_tool(d, [], "exit 9\n")
+        self.assertEqual(runs, ["pc "])  # no native run, no SASS run, no warp pass
+        self.assertNotIn("native_s", doc["context"])
+        self.assertIn("hot_chase", p.stdout)
+
+    def test_first_cupti_refusal_ends_the_sass_stage(self):
+        refusal = ('{"type":"error","reason":"cuptiSassMetricsEnable: CUPTI_ERROR_INVALID_PARAMETER"}')
+        with tempfile.TemporaryDirectory() as d:
+            runs, doc, p = self.run_tool(d, ["--sass", "--warp-pass", "never"],
+                                         "head -1 %s/pc.jsonl > \"$ARCHBENCH_PCSAMPLE_OUT\"\n"  # the process record
+                                         "echo '%s' >> \"$ARCHBENCH_PCSAMPLE_OUT\"\n" % (d, refusal))
+        self.assertEqual(runs, ["pc ", "sass "])  # the second chosen kernel's run is not made
+        note = "SASS metrics stopped after run 1 of 2: cuptiSassMetricsEnable: CUPTI_ERROR_INVALID_PARAMETER"
+        self.assertIn(note, doc["context"]["problems"])
+        self.assertIn(note, p.stderr)
+        self.assertIn("hot_chase", p.stdout)  # the report all the same
 
 if __name__ == "__main__":
     unittest.main()

@@ -4,8 +4,8 @@ headless Chromium (the DevTools protocol over a pipe), the committed pages under
 console error, no request leaves the page, and a screenshot of every chart section is non-blank
 (decoded here, standard library only).
 
-The tools ctest runs the page checks (the browser ones skip there); the report ctest runs this
-file as a script, which runs the browser checks (ARCHBENCH_REPORT_BROWSER=1) and exits 77 (skip,
+The ctest tools/test_report runs the page checks (the browser ones skip there); the ctest
+tools/test_report_browser runs this file as a script, which runs the browser checks (ARCHBENCH_REPORT_BROWSER=1) and exits 77 (skip,
 with the reason) where Chromium or matplotlib is missing. The report is drawn by a Python that has matplotlib: this one,
 else /usr/bin/python3.
 """
@@ -458,7 +458,7 @@ def check_in_browser(test, exe, path):
 class BrowserTest(unittest.TestCase):
     def setUp(self):
         if not os.environ.get(BROWSER_ENV):
-            self.skipTest(f"the browser checks run in the report ctest ({BROWSER_ENV}=1)")
+            self.skipTest(f"the browser checks run in the ctest tools/test_report_browser ({BROWSER_ENV}=1)")
         if chromium() is None:
             self.skipTest("chromium is not installed (Debian package chromium; ci/deps.sh installs it)")
         if PY is None:
@@ -490,7 +490,7 @@ class BrowserTest(unittest.TestCase):
 
 
 def main():
-    """As a script (the report ctest): the browser tests (or the tests named as arguments); 77 when
+    """As a script (the ctest tools/test_report_browser): the browser tests (or the tests named as arguments); 77 when
     one could not run (the reason printed), 1 on a failure."""
     os.environ[BROWSER_ENV] = "1"
     argv = sys.argv if len(sys.argv) > 1 else [sys.argv[0], "BrowserTest"]

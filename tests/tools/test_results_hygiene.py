@@ -1,5 +1,6 @@
 """Every results file committed under results/: no benchmark whose output check failed, and the
-device, driver and date in its context (issue 21's results hygiene)."""
+device, driver and date in its context (issue 21's results hygiene); and results only: no program
+(its place is tests/probes/, where it is built)."""
 import glob
 import gzip
 import json
@@ -7,6 +8,7 @@ import os
 import unittest
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "results")
+SOURCE = (".cu", ".cuh", ".cpp", ".cc", ".c", ".h", ".hpp", ".py", ".sh")
 
 
 def archbench_records():
@@ -37,6 +39,11 @@ class ResultsHygiene(unittest.TestCase):
                 continue  # a merged or tool-made file: its parts carry the context
             with self.subTest(path=os.path.relpath(path, ROOT)):
                 self.assertTrue(ctx.get("date"), "no date in the context")
+
+    def test_no_program(self):
+        found = [os.path.relpath(os.path.join(d, n), ROOT) for d, dirs, names in os.walk(ROOT) for n in names
+                 if n.endswith(SOURCE) and os.path.relpath(d, ROOT).split(os.sep)[0] != "local"]  # local: not committed
+        self.assertEqual(found, [], "programs under results/: move them to tests/probes/<topic>/")
 
 
 if __name__ == "__main__":

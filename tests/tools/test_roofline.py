@@ -19,7 +19,8 @@ ROOFLINE = os.path.join(TOOLS, "archbench_roofline.py")
 H100 = os.path.join(ROOT, "results", "nvidia-h100-80gb-hbm3", "580-159-04")
 sys.path.insert(0, TOOLS)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from archbench import roofline as rl  # noqa: E402
+from archbench.analysis import roofline as rl  # noqa: E402
+from archbench.render import roofline as rr  # noqa: E402
 from test_compare import CONTEXT, bench_rows  # noqa: E402  (helpers only, no test classes)
 
 LLC = 50 * 1024 * 1024
@@ -271,7 +272,7 @@ class ToolTest(unittest.TestCase):
 
     def test_no_png_without_matplotlib(self):
         with mock.patch.dict(sys.modules, {"matplotlib": None}):
-            why = rl.write_png(self.p("r.png"), None, None, [], "float", "t")
+            why = rr.write_png(self.p("r.png"), None, None, [], "float", "t")
         self.assertIn("matplotlib is not importable", why)
         self.assertFalse(os.path.exists(self.p("r.png")))
 

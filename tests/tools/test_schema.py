@@ -1,4 +1,4 @@
-"""The results schema (tools/archbench/results.py): every committed results file loads or is
+"""The results schema (tools/archbench/records/results.py): every committed results file loads or is
 recognised as another tool's output; schema 2 files rebuild their names from their axes and get
 slowdown/speedup derived; an unknown version is refused. Stdlib unittest.
 
@@ -15,7 +15,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOLS = os.path.join(ROOT, "tools")
 sys.path.insert(0, TOOLS)
-from archbench import results  # noqa: E402
+from archbench.records import results  # noqa: E402
 
 CONTEXT = {"date": "2026-11-24T10:00:00+00:00", "device": "Some GPU", "backend": "cuda", "schema_version": "2"}
 

@@ -1,6 +1,6 @@
-"""archbench_topdown.py --timeline (tools/archbench/timeline.py) on synthetic PM-sampling records:
+"""archbench_topdown.py --timeline (archbench.commands.timeline) on synthetic PM-sampling records:
 the level-1 arithmetic, the clocks, the attribution of samples to kernels, the views and errors.
-Host-only; the GPU run is a case of tests/topdown/topdown_gpu.py."""
+Host-only; the GPU run is a case of tests/analysis/topdown/topdown_gpu.py."""
 import json
 import os
 import subprocess
@@ -12,7 +12,10 @@ from unittest import mock
 
 TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
 sys.path.insert(0, TOOLS)
-from archbench import charts, timeline  # noqa: E402
+from archbench.analysis import timeline  # noqa: E402
+from archbench.cli import InputError  # noqa: E402
+from archbench.records import raw as raw_records  # noqa: E402
+from archbench.render import charts, timeline as tl_render  # noqa: E402
 
 TOOL = os.path.join(TOOLS, "archbench_topdown.py")
 METRICS = ["sm__cycles_active.sum", "sm__inst_executed.sum", "smsp__thread_inst_executed.sum", "sm__inst_issued.sum",
@@ -129,7 +132,7 @@ class Arithmetic(unittest.TestCase):
 class Analysis(unittest.TestCase):
     def test_run_kernels_and_samples(self):
         _, path = write(records())
-        res = timeline.analyse(timeline.load(path))
+        res = timeline.analyse(raw_records.load_pm(path))
         c = res["context"]
         self.assertEqual((c["samples"], c["active_samples"]), (3, 2))
         self.assertEqual(c["sample_clock"], "CUPTI timestamps")
@@ -163,7 +166,7 @@ class Analysis(unittest.TestCase):
         recs = records()
         recs[3] = config(metrics=m, roles={k: ROLES[k] for k in m}, quantities=("retire", "divergence", "stall"))
         recs[4], recs[6] = sample(0, S0[:4]), sample(2, [1000, 2000, 2000 * 32, 2000])
-        res = timeline.analyse(timeline.load(write(recs)[1]))
+        res = timeline.analyse(raw_records.load_pm(write(recs)[1]))
         self.assertEqual(res["quantities"], ["retire", "divergence", "stall"])
         stall_a = res["kernels"][[k["kernel"] for k in res["kernels"]].index("a(float*)")]["stall"]
         self.assertAlmostEqual(stall_a, 0.45)
@@ -172,7 +175,7 @@ class Analysis(unittest.TestCase):
         with open(path, "w") as f:
             json.dump({"kernels": [{"kernel": "a(float*)", "frontend": 0.1, "backend": 0.3},
                                    {"kernel": "zzz()", "frontend": 0.0, "backend": 0.0}]}, f)
-        split = timeline.stall_split_of(path)
+        split = raw_records.stall_split_of(path)
         self.assertEqual(split, {"a(float*)": 0.25})
         self.assertTrue(timeline.apply_stall_split(res, split, path))
         self.assertEqual(res["quantities"], ["retire", "divergence", "frontend", "backend", "stall"])
@@ -199,14 +202,14 @@ class Analysis(unittest.TestCase):
         self.assertAlmostEqual(t["stall"], 0.475 * 500 / 950)
         self.assertIn("kernel-replay TopDown", res["context"]["stall_split"]["approximation"])
         self.assertEqual(res["context"]["stall_split"]["kernels"], {"a(float*)": 0.25})
-        self.assertIn("approximated: frontend and backend", timeline.text_report(res))
-        drawn = timeline.chart_samples(res, limit=2)  # merged: the split parts weighted by cycles
+        self.assertIn("approximated: frontend and backend", tl_render.text_report(res))
+        drawn = tl_render.chart_samples(res, limit=2)  # merged: the split parts weighted by cycles
         self.assertAlmostEqual(sum(drawn[0]["level1"][q] for q in res["quantities"]), 1.0)
         # Where the run measured frontend and backend itself, nothing is shared out.
-        res = timeline.analyse(timeline.load(write(records())[1]))
+        res = timeline.analyse(raw_records.load_pm(write(records())[1]))
         self.assertFalse(timeline.apply_stall_split(res, split, path))
-        with self.assertRaises(timeline.InputError):
-            timeline.stall_split_of(os.path.join(d, "missing.json"))
+        with self.assertRaises(InputError):
+            raw_records.stall_split_of(os.path.join(d, "missing.json"))
 
     def test_the_library_costs(self):
         recs = records()
@@ -222,7 +225,7 @@ class Analysis(unittest.TestCase):
                         decodes=7, decode={"total_ns": 30_000_000, "max_ns": 8_000_000, "set_aside": 40},
                         exit={"join_ns": 1_000_000, "stop_ns": 2_000_000, "final_decode_ns": 10_000_000,
                               "flush_ns": 3_000_000, "total_ns": 16_000_000})
-        res = timeline.analyse(timeline.load(write(recs)[1]))
+        res = timeline.analyse(raw_records.load_pm(write(recs)[1]))
         k = res["context"]["costs"]
         self.assertAlmostEqual(k["injection_init_s"], 0.002)
         self.assertAlmostEqual(k["first_launch_wait_s"], 0.06)
@@ -234,7 +237,7 @@ class Analysis(unittest.TestCase):
         self.assertAlmostEqual(k["library_span_s"], 0.9)
         c = dict(res["context"], native_s=0.5, sampled_s=0.65, spawn_ns=START - 100_000_000,
                  exit_ns=START + 950_000_000, process_start_ns=START, end_ns=START + 900_000_000)
-        text = "\n".join(timeline.cost_lines(c))
+        text = "\n".join(tl_render.cost_lines(c))
         self.assertIn("overhead: +0.150 s over the native run", text)
         self.assertIn("0.100 s from the start until the program's cuInit loaded the library", text)
         self.assertIn("0.060 s the first launch waited for the sampling to start (context (context created))", text)
@@ -252,30 +255,30 @@ class Analysis(unittest.TestCase):
         # CUPTI's first sample reaches back before the start, its counters 0: the start record decides.
         recs.append(dict(sample(0, [0] * len(S0)), i=-1, start=CUPTI - 400 * US, end=CUPTI + 10 * US))
         _, path = write(recs)
-        res = timeline.analyse(timeline.load(path))
+        res = timeline.analyse(raw_records.load_pm(path))
         b = res["context"]["before_sampling"]
         self.assertEqual(b["launches"], 1)
         self.assertAlmostEqual(b["gpu_time_s"], 60e-6)
         self.assertAlmostEqual(b["gpu_share"], 60 / 210)
-        self.assertIn("1 launches (0.060 ms, 28.6% of the kernels' GPU time) ran unsampled", timeline.text_report(res))
+        self.assertIn("1 launches (0.060 ms, 28.6% of the kernels' GPU time) ran unsampled", tl_render.text_report(res))
         _, path = write(records())
-        self.assertEqual(timeline.analyse(timeline.load(path))["context"]["before_sampling"]["launches"], 0)
+        self.assertEqual(timeline.analyse(raw_records.load_pm(path))["context"]["before_sampling"]["launches"], 0)
         # A program that ended before the sampling started: its kernels, and what to do.
         _, path = write([r for r in records() if r["type"] not in ("config", "sample")])
-        text = timeline.text_report(timeline.analyse(timeline.load(path)))
+        text = tl_render.text_report(timeline.analyse(raw_records.load_pm(path)))
         self.assertIn("the program's 2 kernels (0.150 ms) ran, and it exited, before the sampling had started", text)
         self.assertIn("without --no-wait the first launch waits", text)
 
     def test_launches_only(self):
         _, path = write(records(kernels=False))
-        res = timeline.analyse(timeline.load(path))
+        res = timeline.analyse(raw_records.load_pm(path))
         self.assertEqual(res["kernel_source"], "launches only (host time)")
         self.assertEqual([(k["kernel"], k["launches"]) for k in res["kernels"]], [("a(float*)", 1), ("b()", 1)])
         self.assertNotIn("retire", res["kernels"][0])
         self.assertAlmostEqual(res["launches"][0]["t_s"], 0.5 + 5e-6)
 
     def test_clocks(self):
-        recs = timeline.load(write(records())[1])
+        recs = raw_records.load_pm(write(records())[1])
         clock = recs["clock"][0]
         self.assertEqual(timeline.sample_clock(recs, clock["realtime_ns"] + 5 * US),
                          (MONO - clock["realtime_ns"], "host real time"))
@@ -288,19 +291,19 @@ class Analysis(unittest.TestCase):
         # not its start, names the clock, and the samples stay on the program's time axis.
         recs = records()
         recs[4] = dict(sample(0, S0, L0), start=CUPTI - 1_100_000_000)
-        res = timeline.analyse(timeline.load(write(recs)[1]))
+        res = timeline.analyse(raw_records.load_pm(write(recs)[1]))
         self.assertEqual(res["context"]["sample_clock"], "CUPTI timestamps")
         self.assertAlmostEqual(res["samples"][2]["end_s"], 0.5 + 310e-6)
 
     def test_chart_merges_samples_beyond_its_limit(self):
-        res = timeline.analyse(timeline.load(write(records())[1]))
-        drawn = timeline.chart_samples(res, limit=2)  # samples 0 and 1 (idle) merged; sample 2 alone
+        res = timeline.analyse(raw_records.load_pm(write(records())[1]))
+        drawn = tl_render.chart_samples(res, limit=2)  # samples 0 and 1 (idle) merged; sample 2 alone
         self.assertEqual(len(drawn), 2)
         self.assertAlmostEqual(drawn[0]["end_s"], res["samples"][1]["end_s"])
         for (got, want) in ((drawn[0], L0), (drawn[1], L2)):
             for k, v in want.items():
                 self.assertAlmostEqual(got["level1"][k], v, msg=k)
-        self.assertIs(timeline.chart_samples(res), res["samples"])
+        self.assertIs(tl_render.chart_samples(res), res["samples"])
 
     def test_sampled_from_a_process_of_its_own(self):
         # --start before: archbench_pmsampler's records (role sampler) after the program's, and the
@@ -318,7 +321,7 @@ class Analysis(unittest.TestCase):
                   "decodes": 4, "decode": {"total_ns": 7_000_000, "max_ns": 3_000_000},
                   "exit": {"final_decode_ns": 1_000_000, "total_ns": 2_000_000}}]
         ext = {"type": "exit", "status": 3, "start_ns": START - 1000, "end_ns": MONO + 500 * US, "command": "./prog"}
-        res = timeline.analyse(timeline.load(write(prog + samp + [ext])[1]))
+        res = timeline.analyse(raw_records.load_pm(write(prog + samp + [ext])[1]))
         c = res["context"]
         self.assertTrue(c["start"].startswith("before"), c["start"])
         self.assertEqual((c["samples"], c["samples_outside_program"], c["program_exit"]), (3, 2, 3))
@@ -329,21 +332,21 @@ class Analysis(unittest.TestCase):
                 self.assertAlmostEqual(k[name][q], v, msg=f"{name} {q}")
         # The samples cover 300 of the 390 us from the first one to the program's end: said.
         self.assertAlmostEqual(c["coverage"]["share"], 300 / 390)
-        self.assertIn("warning: the samples cover 0.000 s of the 0.000 s", timeline.text_report(res))
-        self.assertNotIn("--interval-us 1000", timeline.text_report(res))  # no record without time here
+        self.assertIn("warning: the samples cover 0.000 s of the 0.000 s", tl_render.text_report(res))
+        self.assertNotIn("--interval-us 1000", tl_render.text_report(res))  # no record without time here
         costs = c["costs"]
         self.assertAlmostEqual(costs["decode_s"], 0.007)  # the sampler's decoding, its exit apart
         self.assertAlmostEqual(costs["sampler_exit_s"], 0.002)
         self.assertAlmostEqual(costs["exit_s"], 0.000002)
-        lines = "\n".join(timeline.cost_lines(dict(c, sampler_ready_s=0.3, sampler_stop_s=0.1)))
+        lines = "\n".join(tl_render.cost_lines(dict(c, sampler_ready_s=0.3, sampler_stop_s=0.1)))
         self.assertIn("archbench_pmsampler took to start sampling", lines)
         self.assertIn("2 samples from before the program started or after it ended left out", lines)
         self.assertNotIn("first launch waited", lines)
 
     def test_not_sampled(self):
         recs = [records()[0], {"type": "error", "reason": "cuptiPmSamplingEnable: insufficient privileges"}]
-        res = timeline.analyse(timeline.load(write(recs)[1]))
-        self.assertIn("insufficient privileges", timeline.text_report(res))
+        res = timeline.analyse(raw_records.load_pm(write(recs)[1]))
+        self.assertIn("insufficient privileges", tl_render.text_report(res))
 
 
 class Command(unittest.TestCase):
@@ -364,7 +367,7 @@ class Command(unittest.TestCase):
         self.assertIn("sampling interval 100 us", p.stdout)
         self.assertIn("3 samples", p.stdout)
         self.assertIn("RUN (every sample)", p.stdout)
-        self.assertIn("b() #0", p.stdout)
+        self.assertIn("b #0", p.stdout)  # short names in the tables
         self.assertIn("not in the pass: smsp__warps_issue_stalled_wait.sum", p.stdout)
         self.assertEqual(j["quantities"], ["retire", "divergence", "frontend", "backend"])
         self.assertEqual(len(j["samples"]), 3)
@@ -375,18 +378,18 @@ class Command(unittest.TestCase):
 
     def test_charts(self):
         with tempfile.TemporaryDirectory() as d:
-            res = timeline.analyse(timeline.load(write(records())[1]))
+            res = timeline.analyse(raw_records.load_pm(write(records())[1]))
             with mock.patch.dict(os.environ, {charts.FORCE_ENV: "svg"}):
-                self.assertIsNone(timeline.write_chart(os.path.join(d, "c.svg"), res))
+                self.assertIsNone(tl_render.write_chart(os.path.join(d, "c.svg"), res))
             root = ET.parse(os.path.join(d, "c.svg")).getroot()
             self.assertEqual(len(root.findall(".//{http://www.w3.org/2000/svg}polygon")), 5)  # 4 parts + idle
             if charts.pyplot()[0] is None:
                 self.skipTest("matplotlib is not importable")
-            self.assertIsNone(timeline.write_chart(os.path.join(d, "c.png"), res))
+            self.assertIsNone(tl_render.write_chart(os.path.join(d, "c.png"), res))
             with open(os.path.join(d, "c.png"), "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
-            launches = timeline.analyse(timeline.load(write(records(kernels=False))[1]))
-            self.assertIsNone(timeline.write_chart(os.path.join(d, "l.svg"), launches))
+            launches = timeline.analyse(raw_records.load_pm(write(records(kernels=False))[1]))
+            self.assertIsNone(tl_render.write_chart(os.path.join(d, "l.svg"), launches))
 
     def test_stall_split_option(self):
         m = METRICS[:4]

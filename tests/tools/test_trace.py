@@ -13,7 +13,9 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOL = os.path.join(ROOT, "tools", "archbench_trace.py")
 sys.path.insert(0, os.path.join(ROOT, "tools"))
-from archbench import trace as at  # noqa: E402
+from archbench.analysis.trace import analyse, function_name  # noqa: E402
+from archbench.records.trace import TraceError, load  # noqa: E402
+from archbench.render.trace import chrome_trace  # noqa: E402
 
 MS = 1000000
 
@@ -54,7 +56,7 @@ class TraceTest(unittest.TestCase):
         return path
 
     def analyse(self, recs):
-        return at.analyse(at.load([self.write(BASE + recs)]))
+        return analyse(load([self.write(BASE + recs)]))
 
     def cli(self, *args):
         return subprocess.run([sys.executable, TOOL] + list(args), capture_output=True, text=True)
@@ -65,7 +67,7 @@ class TraceTest(unittest.TestCase):
         self.assertEqual(s["device_busy_ns"], 300 * MS)  # 100-200 and 400-600, the overlap counted once
         self.assertEqual(s["device_idle_ns"], 700 * MS)
         self.assertEqual(s["idle_gaps"][0]["ns"], 200 * MS)
-        self.assertEqual(s["idle_gaps"][0]["host"], {"samples": [], "builds": []})
+        self.assertEqual(s["idle_gaps"][0]["host"], {"samples": [], "parked": [], "builds": []})
         self.assertEqual(s["devices"][0]["busy_ns"], 300 * MS)
         k = {r["name"]: r for r in s["kernels"]}
         self.assertEqual((k["a"]["count"], k["a"]["total_ns"], k["a"]["share"]), (1, 100 * MS, 0.5))
@@ -74,7 +76,7 @@ class TraceTest(unittest.TestCase):
         memset = {"type": "memset", "id": 9, "bytes": 64, "queue": "q1", "start_ns": 300 * MS, "end_ns": 350 * MS}
         s = self.analyse([kernel(1, "a", 100, 200), memset])
         self.assertEqual(s["device_busy_ns"], 150 * MS)
-        json.dumps(at.chrome_trace(at.load([self.write(BASE + [memset])])))
+        json.dumps(chrome_trace(load([self.write(BASE + [memset])])))
 
     def test_cpu_idle_split_over_the_work_waited_for(self):
         sync = {"type": "sync", "kind": "finish", "start_ns": 150 * MS, "end_ns": 250 * MS, "queue": "q1",
@@ -113,6 +115,39 @@ class TraceTest(unittest.TestCase):
         self.assertEqual(gap["ns"], 200 * MS)
         self.assertEqual(gap["host"]["samples"][0], {"path": "waiting in clock_nanosleep: main > nap > clock_nanosleep", "count": 2})
 
+    def test_blame_comes_from_the_threads_that_drive_the_device(self):
+        # Issue 38 (PyTorch, JAX): thread 1 launches both kernels; thread 2 launched one kernel
+        # earlier and now waits on its condition variable (an autograd pool); thread 3 never touches
+        # the device (a BLAS pool). In the 200 ms gap thread 1 compiles: it is blamed; thread 2's
+        # wait is parked, listed apart; thread 3 is not a driver at all. Thread 1 waiting before its
+        # own next launch (its input) is blamed too.
+        def sample(tid, t, path, wait=None):
+            return dict({"type": "sample", "tid": tid, "t_ns": t * MS, "ns": MS, "path": path, "path_from": "own"},
+                        **({"wait": wait} if wait else {}))
+        early = dict(kernel(9, "z", 10, 20), tid=2)
+        samples = ([sample(1, t, ["compile", "main"]) for t in (250, 260, 270)] + [sample(1, 380, ["get", "main"], "futex")]
+                   + [sample(2, t, ["pthread_cond_wait", "worker"], "futex") for t in range(210, 400, 10)]
+                   + [sample(3, t, ["pthread_cond_wait", "blas"], "futex") for t in range(210, 400, 10)])
+        s = self.analyse([early, kernel(1, "a", 100, 200), kernel(2, "b", 400, 500)] + samples)
+        g = s["gpu_idle_cause"]
+        self.assertEqual({r["path"]: r["samples"] for r in g["by_path"]},
+                         {"main > compile": 3, "waiting in futex: main > get": 1})
+        self.assertEqual(g["parked_samples"], 19)  # thread 2, all in the gap
+        self.assertEqual(g["parked"][0]["path"], "waiting in futex: worker > pthread_cond_wait")
+        self.assertEqual(g["runtime_thread_samples"], 19)
+        gap = next(x for x in s["idle_gaps"] if x["start_ns"] == 200 * MS)
+        self.assertEqual(gap["host"]["samples"][0], {"path": "main > compile", "count": 3})
+        self.assertEqual(gap["host"]["parked"][0]["path"], "waiting in futex: worker > pthread_cond_wait")
+
+    def test_dropped_records_are_said_first(self):
+        import io
+        from archbench.render.trace import print_summary
+        s = self.analyse([kernel(1, "a", 100, 200)])
+        s["processes"][0]["records_dropped"] = 143953
+        out = io.StringIO()
+        print_summary(s, out)
+        self.assertTrue(out.getvalue().startswith("INCOMPLETE: 143953 records were dropped"), out.getvalue()[:200])
+
     def test_redundant_round_trip(self):
         s = self.analyse([copy(1, "d2h", 10, 11, "cafe"), copy(2, "h2d", 20, 21, "cafe", buffer="b2"),
                           copy(3, "h2d", 30, 31, "beef"), copy(4, "d2h", 40, 41, "beef")])
@@ -149,7 +184,7 @@ class TraceTest(unittest.TestCase):
     def test_out_of_order_queue_is_not_reported(self):
         recs = [proc(), {"type": "queue", "id": "q1", "device": "d0", "in_order": False},
                 kernel(1, "a", 1, 2, [("b1", "w")]), kernel(2, "b", 3, 4, [("b2", "w")])]
-        s = at.analyse(at.load([self.write(recs)]))
+        s = analyse(load([self.write(recs)]))
         self.assertEqual(s["detectors"]["in_order_independent"], [])
 
     def test_not_aliased_with_sub_buffers(self):
@@ -167,13 +202,13 @@ class TraceTest(unittest.TestCase):
     def test_two_files_keep_their_ids_apart(self):
         a = self.write(BASE + [kernel(1, "a", 1, 2, [("b1", "w")])], "p-1.jsonl")
         b = self.write([proc(pid=2)] + BASE[1:] + [kernel(1, "a", 3, 4, [("b1", "w")])], "p-2.jsonl")
-        s = at.analyse(at.load([a, b]))
+        s = analyse(load([a, b]))
         self.assertEqual(sorted(d["id"] for d in s["devices"]), ["1:d0", "2:d0"])
         self.assertEqual(s["detectors"]["in_order_independent"], [])  # one kernel per queue
 
     def test_chrome_trace_fields(self):
         sync = {"type": "sync", "kind": "finish", "start_ns": 5 * MS, "end_ns": 6 * MS, "queue": "q1", "tid": 1, "path": []}
-        trace = at.chrome_trace(at.load([self.write(BASE + [kernel(1, "a", 1, 2), sync])]))
+        trace = chrome_trace(load([self.write(BASE + [kernel(1, "a", 1, 2), sync])]))
         json.dumps(trace)
         for e in trace["traceEvents"]:
             for k in ("ph", "ts", "pid", "tid", "name"):
@@ -205,11 +240,11 @@ class TraceTest(unittest.TestCase):
     def test_path_table(self):
         recs = BASE + [{"type": "path", "id": 7, "frames": ["work", "main"]},
                        {"type": "sample", "tid": 1, "t_ns": 5 * MS, "path_id": 7}]
-        s = at.analyse(at.load([self.write(recs)]))
+        s = analyse(load([self.write(recs)]))
         self.assertEqual(s["gpu_idle_cause"]["by_path"][0]["path"], "main > work")
         bad = self.write(BASE + [{"type": "sample", "tid": 1, "t_ns": 5, "path_id": 3}], "bad-1.jsonl")
-        with self.assertRaisesRegex(at.TraceError, "bad-1.jsonl:4: path_id 3 has no path record"):
-            at.load([bad])
+        with self.assertRaisesRegex(TraceError, "bad-1.jsonl:4: path_id 3 has no path record"):
+            load([bad])
 
     def test_report_writes_summary_and_trace(self):
         raw = self.write(BASE + [kernel(1, "a", 1, 2)])
@@ -248,11 +283,30 @@ class TraceTest(unittest.TestCase):
         self.assertIn("the trace keeps what was recorded until the program ended (records: device 1, kernel 2, queue 1)",
                       r.stderr)
 
+    def test_run_says_a_daemon_still_writes_its_records(self):
+        # The program's process exits at once; the child it leaves (a daemon) keeps the tracer and
+        # writes later: the report must not say the program made no call.
+        lib = os.path.join(self.tmp.name, "lib")
+        os.makedirs(lib)
+        open(os.path.join(lib, "libarchbench_trace_cuda.so"), "w").close()
+        prog = os.path.join(self.tmp.name, "daemon")
+        with open(prog, "w") as f:
+            f.write("#!/bin/sh\nsleep 5 > /dev/null 2>&1 &\necho $! > \"$ARCHBENCH_TRACE_DIR/../child\"\nexit 0\n")
+        os.chmod(prog, 0o755)
+        out = os.path.join(self.tmp.name, "out")
+        r = self.cli("run", "--api", "cuda", "--lib-dir", lib, "--out", out, "--", prog)
+        with open(os.path.join(self.tmp.name, "child")) as f:
+            child = int(f.read())
+        os.kill(child, 15)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"process {child} that the program left running still carries the tracer", r.stderr)
+        self.assertNotIn("made no OpenCL/CUDA call", r.stderr)
+
     def test_function_name(self):
-        self.assertEqual(at.function_name("ns::f(int) const"), "ns::f")
-        self.assertEqual(at.function_name("a::(anonymous namespace)::B::g(std::function<void (int)>)"),
+        self.assertEqual(function_name("ns::f(int) const"), "ns::f")
+        self.assertEqual(function_name("a::(anonymous namespace)::B::g(std::function<void (int)>)"),
                          "a::(anonymous namespace)::B::g")
-        self.assertEqual(at.function_name("libx.so+0x12"), "libx.so+0x12")
+        self.assertEqual(function_name("libx.so+0x12"), "libx.so+0x12")
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 TOOLS = os.path.join(ROOT, "tools")
 sys.path.insert(0, TOOLS)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from archbench import results as ar  # noqa: E402
-from archbench import traffic as tf  # noqa: E402
+from archbench.analysis import traffic as tf  # noqa: E402
+from archbench.records import results as ar  # noqa: E402
 from test_compare import CONTEXT  # noqa: E402
 
 GIB = 1 << 30
@@ -156,11 +156,12 @@ class Agreement(WithRun):
         self.assertIn("269280 flops", table["memory/cuda/dot/double"]["flops_reason"])
         self.assertEqual(table["memory/cuda/dot/float"]["flops_verdict"], "FINDING")  # one flop more
         self.assertEqual(table["compute/cuda/mul/double"]["flops_verdict"], "FINDING")  # fp32 is not a move
-        from archbench import roofline as rl
+        from archbench.analysis import roofline as rl
+        from archbench.render import roofline as rr
         by = {r["name"]: r for r in measured}
         self.assertEqual(rl.place(by["compute/cuda/mul/float"])["flops"], 70865676288)
         self.assertEqual(rl.place(by["compute/cuda/mul/float"])["precision"], "fp32")
-        self.assertEqual(rl.short_name("void stencil_spmv<double>(double const*, double*, int)"),
+        self.assertEqual(rr.short_name("void stencil_spmv<double>(double const*, double*, int)"),
                          "stencil_spmv<double>")
 
     def test_moves_without_a_precision_and_the_texel_centres(self):
@@ -260,7 +261,7 @@ class Charts(WithRun):
 
 
 def tf_color(precision):
-    from archbench import roofline
+    from archbench.render import roofline
     return roofline.PREC_COLORS[precision]
 
 

@@ -18,7 +18,8 @@ TOOLS = os.path.join(ROOT, "tools")
 MERGE = os.path.join(TOOLS, "archbench_merge.py")
 VARIABILITY = os.path.join(TOOLS, "archbench_variability.py")
 sys.path.insert(0, TOOLS)
-from archbench import results as am, stats as av  # noqa: E402
+from archbench.analysis import stats as av  # noqa: E402
+from archbench.records import results as am  # noqa: E402
 
 # name -> (counter, value on a good GPU); the latency one is better lower.
 BENCHMARKS = {
