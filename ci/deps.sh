@@ -4,7 +4,8 @@
 set -euo pipefail
 pkgs=(cmake ninja-build g++ libbenchmark-dev libgtest-dev ocl-icd-opencl-dev opencl-headers
       pocl-opencl-icd clinfo clpeak python3-pyopencl python3-numpy libpapi-dev python3 python3-matplotlib git
-      openmpi-bin libopenmpi-dev chromium)
+      python3-venv python3-setuptools python3-wheel
+      openmpi-bin libopenmpi-dev chromium dpkg-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,7 +1,3 @@
 #!/usr/bin/env python3
-"""The peer family's results as matrices: rows the source GPU, columns the destination. (archbench.peer; also python3 -m archbench peer)."""
-import sys
-
-from archbench.peer import main
-
-sys.exit(main())
+from archbench.commands.peer import main  # the command archbench-peer
+raise SystemExit(main())

@@ -1,10 +1,10 @@
-"""python3 -m archbench COMMAND [ARGS...]: one of the tools by name."""
+"""python3 -m archbench COMMAND [ARGS...]: one of the tools by name (the same set as the console
+scripts archbench-COMMAND of tools/pyproject.toml)."""
 import importlib
 import sys
 
-COMMANDS = ("agreement", "compare", "history", "merge", "pcsample", "peer", "report", "roofline", "sass", "topdown", "trace",
-            "variability")
-MODULES = {"agreement": "traffic"}  # a command whose module has another name
+COMMANDS = ("agreement", "compare", "history", "merge", "pcsample", "peer", "program", "report", "roofline", "sass",
+            "search", "timeline", "topdown", "trace", "variability")
 
 
 def main(argv=None):
@@ -14,7 +14,7 @@ def main(argv=None):
         print(f"usage: python3 -m archbench {{{','.join(COMMANDS)}}} [ARGS...]", file=sys.stderr)
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2
     sys.argv[0] = f"archbench {argv[0]}"
-    return importlib.import_module(f"archbench.{MODULES.get(argv[0], argv[0])}").main(argv[1:])
+    return importlib.import_module(f"archbench.commands.{argv[0]}").main(argv[1:])
 
 
 if __name__ == "__main__":

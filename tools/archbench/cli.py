@@ -1,5 +1,7 @@
-"""What every tool shares at its edges: the exit codes, the one-line error, and the escaping of
-untrusted text (benchmark names, context values, trace records) for each place it is shown.
+"""Layer 0 of the package (imports nothing of it): what every tool shares at its edges: the exit
+codes, InputError and the one-line error, the escaping of untrusted text (benchmark names, context
+values, trace records) for each place it is shown, si() for values, reading a text file and writing
+an output, and run(), the wrapper that maps a command's exceptions to exit codes.
 
 Exit codes of the tools (README, "Exit codes"): 0 done, nothing flagged; 1 a run listed in the
 input failed (merge, variability), or an internal error of the tool (a bug: --debug shows the
@@ -8,6 +10,7 @@ nothing to compare, an output that cannot be written); 3 a regression found (com
 GPU found (variability). No crash exits 3 or 4.
 """
 
+import argparse
 import os
 import re
 import signal
@@ -51,6 +54,16 @@ def html(text):
         .replace('"', "&quot;").replace("'", "&#39;")
 
 
+def si(value, unit=""):
+    """A value with an SI prefix and unit."""
+    if value is None:
+        return "-"
+    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(value) >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}".rstrip()
+
+
 class TerminalStream:
     """A text stream that lets no control character but newline and tab through (the net under
     every print of a tool: names reach many f-strings)."""
@@ -74,6 +87,26 @@ def read_lines(path):
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not a text (UTF-8) file: {e.reason} at byte {e.start}") from None
+
+
+def write_file(path, text):
+    """Write text to path, or raise InputError saying why it could not be written."""
+    try:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise InputError(f"{path}: cannot write: {e.strerror or e}") from None
+
+
+def arg_type(parse):
+    """An argparse type from a parser that raises ValueError: the error shows the ValueError's own
+    message (argparse's own would say only "invalid value")."""
+    def typed(text):
+        try:
+            return parse(text)
+        except ValueError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return typed
 
 
 # ---------------------------------------------------------------- running a tool

@@ -1,0 +1,18 @@
+"""The published figures shipped in the package folder (tools/archbench/): textbook.json, the peaks
+of known devices keyed by a substring of the device name (archbench's summary screen reads it too),
+and seeds.json, the seeds' published tables."""
+
+import json
+import os
+
+FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _read(name):
+    with open(os.path.join(FOLDER, name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+# Published peaks (FLOP/s, B/s) of known devices: (match, source, peaks).
+TEXTBOOK = tuple((d["match"], d["source"], d["peaks"]) for d in _read("textbook.json")["devices"])
+SEEDS = _read("seeds.json")["tables"]  # the seeds' published figures
