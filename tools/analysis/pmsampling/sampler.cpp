@@ -54,6 +54,6 @@ int sampler_main() {
   return 0;
 }
 
-#ifndef ARCHBENCH_PMSAMPLER_NO_MAIN  // tests/pmsampling/mock_device.cpp has its own
+#ifndef ARCHBENCH_PMSAMPLER_NO_MAIN  // tests/analysis/pmsampling/mock_device.cpp has its own
 int main() { return sampler_main(); }
 #endif

@@ -11,7 +11,11 @@
 //   ARCHBENCH_TOPDOWN_SAMPLE  profile the first N launches of each kernel and launch shape (grid,
 //                             block), default 2; 0: every launch. The others run natively, and
 //                             their GPU time (CUPTI's activity records, or where those cannot be
-//                             had, the shape's measured mean) weights the profiled ones.
+//                             had, the shape's measured mean) weights the profiled ones. A shape
+//                             whose launches' GPU times differ (beyond 10% and 2 us) among the
+//                             profiled ones or from them (activity records) has its later launches
+//                             profiled too, within the budget ("varied"): its work depends on its
+//                             arguments, not on its shape.
 //   ARCHBENCH_TOPDOWN_BUDGET  at most this many seconds of replays for each second of the program's
 //                             own time so far (default 0: no limit); a launch that would be profiled
 //                             over it runs natively and counts by its GPU time ("over_budget"), and
@@ -48,91 +52,9 @@
 // nvbandwidth or archbench's own CUDA timer), which a replay inside the launch call would wait
 // for forever; and a replay cannot restore host memory a kernel writes. Such a launch runs
 // natively and an "unreplayable" record says why.
-#include <cuda.h>
-#include <cupti.h>
-#include <unistd.h>
+#include "tools/analysis/topdown/topdown.hpp"
 
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <set>
-#include <shared_mutex>
-#include <thread>
-#include <ctime>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <regex>
-#include <string>
-#include <vector>
-
-#include "fixtures/meters/cupti/cupti.hpp"
-#include "fixtures/meters/topdown.hpp"
-#include "fixtures/meters/traffic.hpp"
-#include "tools/analysis/trace/common.hpp"
-#include "tools/analysis/trace/cupti_calls.hpp"
-
-namespace ab = archbench;
-namespace tr = archbench::trace;
-
-namespace {
-
-constexpr std::size_t kRangesPerFlush = 64;  // launches decoded together
-
-struct Launch {
-  std::string name, mangled, shape;
-  std::vector<int64_t> grid, block;
-  std::uint64_t seq = 0, invocation = 0, host_ns = 0;
-};
-
-// One CUDA context's profiler and the launches it is counting now.
-struct Context {
-  std::unique_ptr<ab::RangeProfiler> profiler;
-  std::string broken;             // why this context cannot be profiled ("" when it can)
-  std::vector<Launch> pending;    // profiled since the last flush, in launch order
-  std::uint64_t flushed_ns = 0;   // when the last flush was
-  bool prepared = false;          // the profiler is the one made ahead (see Prepared)
-  bool prepared_failed = false;   // ... and could not start: this context makes its own
-};
-
-struct State {
-  std::mutex mu;
-  CUpti_SubscriberHandle sub = nullptr;
-  FILE* out = nullptr;
-  std::string out_path;
-  std::unique_ptr<std::regex> filter;
-  std::uint64_t max_per_kernel = 0;
-  std::map<CUcontext, Context> contexts;
-  std::map<std::string, std::uint64_t> launched;  // kernel -> launches seen
-  // Per kernel and launch shape: launches, those profiled, those that could not be.
-  struct Shape {
-    std::string name, mangled;
-    std::vector<int64_t> grid, block;
-    std::uint64_t launches = 0, profiled = 0, unreplayable = 0, over_budget = 0;
-  };
-  std::map<std::string, Shape> shapes;                // shape key -> totals
-  std::map<std::string, std::uint64_t> profiled_of;  // kernel -> launches profiled
-  std::uint64_t sample = 2;                           // first N launches of each shape (0: all)
-  bool activity = false;                              // CUPTI kernel activity records enabled
-  std::string activity_detail;
-  std::uint64_t seq = 0, profiled = 0, skipped = 0, unreplayable = 0, captured = 0;
-  std::size_t passes = 0;
-  bool traffic = false;     // ARCHBENCH_TOPDOWN_METRICS=traffic: the traffic set, not TopDown's
-  bool warp = false;        // ARCHBENCH_TOPDOWN_METRICS=warp: the warp-efficiency set
-  std::vector<std::string> warp_metrics;  // the warp set's full names this chip has
-  ab::TrafficPlan plan;     // the traffic set's plan (the chip's, from the first profiler made)
-  std::uint64_t flush_period_ns = 500'000'000;  // ARCHBENCH_TOPDOWN_FLUSH_MS
-  double budget = 0;         // ARCHBENCH_TOPDOWN_BUDGET (0: none)
-  std::uint64_t start_ns = 0, over_budget = 0;
-  std::vector<std::string> raw_metrics;  // ARCHBENCH_TOPDOWN_METRICS=raw:...
-  // Where profiling's time goes (ns of the program's thread): making profilers and starting their
-  // sessions, the profiled launch calls (CUPTI's replays), decoding; and the sessions started.
-  std::uint64_t setup_ns = 0, replay_ns = 0, decode_ns = 0, sessions = 0;
-  bool done = false;
-};
+namespace archbench::topdown_lib {
 
 State& state() {
   static State* s = new State;  // never destroyed: callbacks may come during exit
@@ -151,6 +73,47 @@ std::string number(double v) {
   return buf;
 }
 
+// The kernel activity records (GPU time of the launches not profiled), kept apart from the state
+// above: CUPTI delivers them on its own thread, also while the state's lock is held (at exit).
+struct Activity {
+  struct Time {
+    std::string mangled;
+    std::vector<int64_t> grid, block;
+    std::uint64_t records = 0;
+    double ns = 0;
+  };
+  std::mutex mu;
+  std::set<std::uint32_t> profiled;     // correlation ids (driver and runtime) of profiled launches
+  std::map<std::string, Time> by_shape;  // shape -> the unprofiled launches' records and time
+  // shape -> the profiled launches' shortest and longest GPU time (ns), and the shapes whose
+  // launches differ from them (Activity::differs).
+  std::map<std::string, std::pair<double, double>> profiled_ns;
+  std::set<std::string> varies;
+  // Whether `ns` is outside the shape's profiled times by more than 10% and 2 us (a launch's own
+  // jitter: a few percent, or a microsecond on a short kernel). Call with mu held.
+  bool differs(const std::string& shape, double ns) const {
+    const auto it = profiled_ns.find(shape);
+    if (it == profiled_ns.end()) return false;
+    const auto [lo, hi] = it->second;
+    return ns < lo - std::max(0.1 * lo, 2000.0) || ns > hi + std::max(0.1 * hi, 2000.0);
+  }
+  // A profiled launch's time: it widens the shape's range, and marks the shape where it differs.
+  void profiled_time(const std::string& shape, double ns) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (differs(shape, ns)) varies.insert(shape);
+    auto [it, first] = profiled_ns.try_emplace(shape, ns, ns);
+    if (!first) it->second = {std::min(it->second.first, ns), std::max(it->second.second, ns)};
+  }
+  bool varied(const std::string& shape) {
+    std::lock_guard<std::mutex> lock(mu);
+    return varies.count(shape) > 0;
+  }
+};
+Activity& activity() {
+  static Activity* a = new Activity;
+  return *a;
+}
+
 // One profiled launch's line: its counters, and TopDown's (or the traffic or warp set's) values.
 void write_launch(State& s, CUcontext ctx, const Launch& l, const ab::Metrics& m) {
   std::string metrics = "{", td = "{", traffic = "{", warp = "{", err;
@@ -165,16 +128,18 @@ void write_launch(State& s, CUcontext ctx, const Launch& l, const ab::Metrics& m
   } catch (const std::exception& e) {
     err = e.what();
   }
+  const double duration = m.count("gpu__time_duration.sum") ? m.at("gpu__time_duration.sum") : 0;
+  if (duration > 0) activity().profiled_time(l.shape, duration);
   tr::JsonLine line("kernel");
   line.str("name", l.name).str("mangled", l.mangled).unum("seq", l.seq).unum("invocation", l.invocation)
       .nums("grid", l.grid).nums("block", l.block).unum("host_ns", l.host_ns)
       .unum("context", reinterpret_cast<std::uintptr_t>(ctx))
-      .raw("duration_ns", number(m.count("gpu__time_duration.sum") ? m.at("gpu__time_duration.sum") : 0))
+      .raw("duration_ns", number(duration))
       .raw("metrics", metrics + "}").raw("topdown", td + "}");
   if (s.traffic) line.raw("traffic", traffic + "}");
   if (s.warp) line.raw("warp", warp + "}");
   if (!err.empty()) line.str("error", err);
-  line.write(s.out);
+  s.out.put(line);
   ++s.profiled;
 }
 
@@ -193,326 +158,63 @@ void flush(State& s, CUcontext ctx, Context& c) {
                  c.pending.size());
   for (std::size_t i = 0; i < c.pending.size() && i < ranges.size(); ++i) write_launch(s, ctx, c.pending[i], ranges[i]);
   c.pending.clear();
-  std::fflush(s.out);  // what was measured survives a crash later in the program
+  s.out.flush();  // what was measured survives a crash later in the program
   c.flushed_ns = tr::now_ns();
   s.decode_ns += c.flushed_ns - t0;
 }
 
 void finish();
 
-// Chooses the counter set of the run (TopDown's, traffic, warp or raw) for profiler `p` and
-// schedules it. Writes the set's state (plan, warp_metrics, passes): on the preparing thread
-// before any launch reads them, or on the launching thread.
-void choose_metrics(State& s, ab::RangeProfiler& p) {
-  if (s.traffic) {
-    s.plan = ab::traffic_plan(p.base_metrics());
-    p.set_metrics(s.plan.metrics);
-  } else if (!s.raw_metrics.empty()) {
-    s.warp_metrics = s.raw_metrics;
-    p.set_metrics(s.warp_metrics);
-  } else if (s.warp) {
-    const std::vector<std::string> base = p.base_metrics();
-    const std::set<std::string> have(base.begin(), base.end());
-    s.warp_metrics.clear();
-    for (const char* m : {"smsp__inst_executed.sum", "smsp__thread_inst_executed.sum",
-                          "smsp__thread_inst_executed_pred_on.sum", "gpu__time_duration.sum"}) {
-      const std::string full(m);
-      if (have.count(full.substr(0, full.find('.')))) s.warp_metrics.push_back(full);
-    }
-    if (!have.count("smsp__inst_executed") || !have.count("smsp__thread_inst_executed"))
-      throw std::runtime_error("warp set: this GPU has no smsp__inst_executed / smsp__thread_inst_executed counters");
-    p.set_metrics(s.warp_metrics);
-  } else {
-    p.set_metrics(ab::topdown_metrics(p.base_metrics()));
-  }
-  s.passes = p.passes();
-}
-
-// The host side made ahead (ARCHBENCH_TOPDOWN_PREPARE): a profiler without a context for device
-// 0, its counter set chosen, made on a thread of the library from the library's load on; and, as
-// soon as the program's first context exists, enabled on it by another such thread (when that
-// context is of device 0). That context's first profiled launch takes it; any other context
-// makes its own.
-// Launches hold it shared from their call's entry to its exit; the first context's priming holds
-// it alone (see enable_ahead).
-std::shared_timed_mutex g_gate;
-thread_local bool t_gated = false;
-
-struct Prepared {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::atomic<pid_t> pid{0};  // the process that started it (a forked child has no such thread, and
-                              // never takes the lock, which the fork may have copied held)
-  bool injection_done = false;  // InitializeInjection has returned (the program's cuInit goes on)
-  bool running = false;       // the preparation: started and not yet returned
-  bool enabling = false;      // the enable on the first context: started and not yet returned
-  CUcontext ctx = nullptr;    // that context (the profiler is attached to it)
-  bool enabled = false;       // ... and enabled on it
-  std::unique_ptr<ab::RangeProfiler> profiler;
-  std::string error;          // why it could not be made or enabled
-  std::string enable_state = "no context yet";  // the enable ahead: enabled, or why not
-  std::uint64_t start_ns = 0, end_ns = 0, wait_ns = 0, enable_ns = 0;
-};
-Prepared& prepared() {
-  static Prepared* p = new Prepared;  // never destroyed: its threads may outlive exit's start
-  return *p;
-}
-
-void prepare(State& s) {
-  Prepared& pr = prepared();
-  std::unique_ptr<ab::RangeProfiler> p;
-  std::string error;
-  // The driver's initialisation is the program's cuInit, which loaded this library: let it return,
-  // then have the driver ready here (as the timeline's setup thread does); before that CUPTI names
-  // the chip "Unknown" (seen on a fresh H100 machine: CUPTI_ERROR_INVALID_CHIP_NAME).
-  {
-    std::unique_lock<std::mutex> lk(pr.mu);
-    pr.cv.wait_for(lk, std::chrono::seconds(10), [&] { return pr.injection_done; });
-  }
-  const CUresult r = tr::driver_ready();
-  try {
-    if (r != CUDA_SUCCESS) throw std::runtime_error("cuInit failed (" + tr::cu_words(r) + ")");
-    p = std::make_unique<ab::RangeProfiler>(nullptr, 0);
-    tr::exit_first(finish);  // again: CUPTI's host objects exist now
-    choose_metrics(s, *p);
-  } catch (const std::exception& e) {
-    p.reset(), error = e.what();
-  }
-  std::lock_guard<std::mutex> lk(pr.mu);
-  pr.profiler = std::move(p), pr.error = error, pr.end_ns = tr::now_ns(), pr.running = false;
-  pr.cv.notify_all();
-}
-
-// Waits (at most `limit`; none in a forked child) for the preparation and the enable: true where
-// both have returned.
-bool prepared_wait(std::chrono::milliseconds limit) {
-  Prepared& pr = prepared();
-  if (pr.pid.load() != getpid()) return false;
-  std::unique_lock<std::mutex> lk(pr.mu);
-  return pr.cv.wait_for(lk, limit, [&] { return !pr.running && !pr.enabling; });
-}
-
-// On the library's thread: the prepared profiler enabled on the program's first context `ctx`
-// (made current on this thread only), if it is of device 0.
-void enable_ahead(CUcontext ctx) {
-  Prepared& pr = prepared();
-  ab::RangeProfiler* p = nullptr;
-  {
-    std::unique_lock<std::mutex> lk(pr.mu);
-    pr.cv.wait(lk, [&] { return !pr.running; });
-    p = pr.profiler.get();
-  }
-  const std::uint64_t t0 = tr::now_ns();
-  std::string error, state;
-  bool enabled = false;
-  CUdevice dev = -1;
-  const auto said = [](const char* what, CUresult r) { return std::string(what) + " failed (" + tr::cu_words(r) + ")"; };
-  if (!p) {
-    state = "not prepared";
-  } else if (CUresult r = cuCtxPushCurrent(ctx); r != CUDA_SUCCESS) {
-    state = said("cuCtxPushCurrent", r);
-  } else {
-    if (CUresult g = cuCtxGetDevice(&dev); g != CUDA_SUCCESS) {
-      state = said("cuCtxGetDevice", g);
-    } else if (dev != 0) {
-      state = "the first context is of device " + std::to_string(dev);
-    } else {
-      try {
-        p->attach(ctx);
-        // Primed (a first session started and stopped) only while no launch is in a call: the
-        // launches hold the gate from their call's entry to its exit, and one that comes meanwhile
-        // waits for it. A launch already in its call may itself wait for this thread (its first
-        // profiled launch waits for the preparation): then only configured, after 50 ms at most.
-        std::unique_lock<std::shared_timed_mutex> gate(g_gate, std::defer_lock);
-        if (gate.try_lock_for(std::chrono::milliseconds(50))) {
-          p->prime(kRangesPerFlush);
-          state = "enabled, primed and configured";
-        } else {
-          p->prepare_start(kRangesPerFlush);
-          state = "enabled and configured (a launch was in its call: not primed)";
-        }
-        enabled = true;
-      } catch (const std::exception& e) {
-        error = e.what(), state = "enable failed";
-      }
-    }
-    CUcontext popped = nullptr;
-    cuCtxPopCurrent(&popped);
-  }
-  std::lock_guard<std::mutex> lk(pr.mu);
-  pr.enabled = enabled, pr.enable_ns = tr::now_ns() - t0, pr.enabling = false, pr.enable_state = state;
-  if (!enabled) pr.ctx = nullptr;  // not this context's: the first profiled launch attaches it (device 0)
-  if (!error.empty()) pr.error = "enable: " + error;
-  pr.cv.notify_all();
-}
-
-// A new context: the first one gets the prepared profiler enabled on it, by a thread of the library.
-void on_context_created(CUcontext ctx) {
-  Prepared& pr = prepared();
-  if (pr.pid.load() != getpid()) return;
-  std::lock_guard<std::mutex> lk(pr.mu);
-  if (pr.ctx || pr.enabling || (!pr.running && !pr.profiler)) return;
-  pr.ctx = ctx, pr.enabling = true, pr.enable_state = "started";
-  if (!tr::spawn_quiet([ctx] { enable_ahead(ctx); }))
-    pr.ctx = nullptr, pr.enabling = false, pr.enable_state = "no thread";
-}
-
-// Context `ctx` is being destroyed: a prepared profiler enabled on it and never taken is left (not
-// torn down, as at exit), and no later context gets one.
-void forget_prepared(CUcontext ctx) {
-  Prepared& pr = prepared();
-  if (!prepared_wait(std::chrono::seconds(10))) return;
-  std::lock_guard<std::mutex> lk(pr.mu);
-  if (pr.ctx == ctx && pr.profiler) (void)pr.profiler.release();
-}
-
-// The prepared profiler for context `ctx` of device `dev`: once, and only where it was made for
-// it (enabled on it, or not yet attached to any context).
-std::unique_ptr<ab::RangeProfiler> take_prepared(CUcontext ctx, CUdevice dev) {
-  Prepared& pr = prepared();
-  const std::uint64_t t0 = tr::now_ns();
-  if (dev != 0 || !prepared_wait(std::chrono::minutes(2))) return nullptr;
-  std::lock_guard<std::mutex> lk(pr.mu);
-  pr.wait_ns = tr::now_ns() - t0;
-  if (!pr.error.empty())
-    std::fprintf(stderr, "archbench-topdown: the profiler made ahead failed (%s); making it for the context\n",
-                 pr.error.c_str());
-  pr.error.clear();
-  if (pr.ctx && pr.ctx != ctx) return nullptr;  // enabled on another context
-  if (pr.profiler && !pr.ctx) pr.profiler->attach(ctx);
-  pr.ctx = ctx;
-  return std::move(pr.profiler);
-}
-
-// The context's profiler, made on its first profiled launch (or taken from the preparation); null
-// (said once) where it cannot be.
-ab::RangeProfiler* profiler_for(State& s, CUcontext ctx, Context& c) {
-  if (c.profiler) return c.profiler.get();
-  if (!c.broken.empty()) return nullptr;
-  try {
-    CUdevice dev = 0;
-    if (cuCtxGetDevice(&dev) != CUDA_SUCCESS) throw std::runtime_error("cuCtxGetDevice failed");
-    std::unique_ptr<ab::RangeProfiler> p = c.prepared_failed ? nullptr : take_prepared(ctx, dev);
-    c.prepared = p != nullptr;
-    if (!p) {
-      p = std::make_unique<ab::RangeProfiler>(ctx, static_cast<int>(dev));
-      tr::exit_first(finish);  // again: the profiler's host objects exist now
-      choose_metrics(s, *p);
-    }
-    char name[256] = "", bus[32] = "";
-    cuDeviceGetName(name, sizeof name, dev);
-    cuDeviceGetPCIBusId(bus, sizeof bus, dev);
-    tr::JsonLine("profiler").str("chip", p->chip()).unum("passes", p->passes()).unum("metrics", p->metrics().size())
-        .unum("device", static_cast<std::uint64_t>(dev)).str("device_name", name).str("pci_bus_id", bus)
-        .boolean("prepared", c.prepared)
-        .str("metric_set", s.traffic ? "traffic" : !s.raw_metrics.empty() ? "raw" : s.warp ? "warp" : "topdown").str("traffic_counters", s.traffic ? s.plan.describe() : "")
-        .str("traffic_missing", s.traffic ? join(s.plan.missing) : "")
-        .str("warp_counters", s.warp ? join(s.warp_metrics) : "")
-        .write(s.out);
-    c.profiler = std::move(p);
-  } catch (const std::exception& e) {
-    c.broken = e.what();
-    std::fprintf(stderr, "archbench-topdown: cannot profile this context: %s\n", e.what());
-    tr::JsonLine("error").str("reason", c.broken).write(s.out);
-    return nullptr;
-  }
-  return c.profiler.get();
-}
-
 bool wanted(State& s, const std::string& name, const std::string& mangled) {
   if (s.filter && !std::regex_search(name, *s.filter) && !std::regex_search(mangled, *s.filter)) return false;
   return s.max_per_kernel == 0 || s.profiled_of[name] < s.max_per_kernel;
 }
 
-// The kernel activity records (GPU time of the launches not profiled), kept apart from the state
-// above: CUPTI delivers them on its own thread, also while the state's lock is held (at exit).
-struct Activity {
-  struct Time {
-    std::string mangled;
-    std::vector<int64_t> grid, block;
-    std::uint64_t records = 0;
-    double ns = 0;
-  };
-  std::mutex mu;
-  std::set<std::uint32_t> profiled;     // correlation ids (driver and runtime) of profiled launches
-  std::map<std::string, Time> by_shape;  // shape -> the unprofiled launches' records and time
-};
-Activity& activity() {
-  static Activity* a = new Activity;
-  return *a;
-}
 
-std::string shape_key(const std::string& mangled, const std::vector<int64_t>& grid, const std::vector<int64_t>& block) {
-  std::string k = mangled;
-  for (const auto* dims : {&grid, &block})
-    for (int64_t v : *dims) k.append(1, '|').append(std::to_string(v));
-  return k;
-}
-
-void CUPTIAPI on_buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  *size = 1 << 20;
-  *buffer = static_cast<uint8_t*>(aligned_alloc(8, *size));
-  *max_records = 0;
-}
+// CUPTI's activity buffers: 1 MiB each (tools/analysis/common/cupti.hpp).
+constexpr auto on_buffer_requested = tr::buffer_requested<1 << 20>;
 
 void CUPTIAPI on_buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   Activity& a = activity();
-  CUpti_Activity* r = nullptr;
   {
     std::lock_guard<std::mutex> lock(a.mu);
-    while (cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
-      if (r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
-      const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(r);
-      if (a.profiled.count(k->correlationId) || !k->name) continue;  // replays: timed by the profiler
-      const std::vector<int64_t> grid{k->gridX, k->gridY, k->gridZ}, block{k->blockX, k->blockY, k->blockZ};
-      auto& t = a.by_shape[shape_key(k->name, grid, block)];
+    tr::for_each_record(buffer, valid, [&](const CUpti_Activity* r) {
+      const CUpti_ActivityKernel10* k = tr::kernel_record(r);
+      if (!k || a.profiled.count(k->correlationId) || !k->name) return true;  // replays: timed by the profiler
+      const std::vector<int64_t> grid = tr::grid_of(*k), block = tr::block_of(*k);
+      const std::string shape = tr::shape_key(k->name, grid, block);
+      auto& t = a.by_shape[shape];
       if (t.records++ == 0) t.mangled = k->name, t.grid = grid, t.block = block;
       t.ns += double(k->end - k->start);
-    }
+      if (a.differs(shape, double(k->end - k->start))) a.varies.insert(shape);
+      return true;
+    });
   }
   std::free(buffer);
 }
 
-// A launch's function, arguments and geometry, from its driver call's parameters.
-struct LaunchArgs {
-  CUfunction f = nullptr;
-  CUstream stream = nullptr;
-  void** params = nullptr;
-  std::vector<int64_t> grid, block;
-};
-LaunchArgs launch_args(const CUpti_CallbackData* cb, CUpti_CallbackId id) {
-  LaunchArgs a;
-  if (id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx || id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz) {
-    const auto* p = static_cast<const cuLaunchKernelEx_params*>(cb->functionParams);
-    a.f = p->f, a.params = p->kernelParams;
-    if (p->config) {
-      a.stream = p->config->hStream;
-      a.grid = {p->config->gridDimX, p->config->gridDimY, p->config->gridDimZ};
-      a.block = {p->config->blockDimX, p->config->blockDimY, p->config->blockDimZ};
-    }
-  } else {  // cuLaunchKernel and cuLaunchCooperativeKernel: the same leading fields
-    const auto* p = static_cast<const cuLaunchCooperativeKernel_params*>(cb->functionParams);
-    a.f = p->f, a.stream = p->hStream, a.params = p->kernelParams;
-    a.grid = {p->gridDimX, p->gridDimY, p->gridDimZ};
-    a.block = {p->blockDimX, p->blockDimY, p->blockDimZ};
-  }
-  return a;
+// The device memory the current context's device has in use (bytes; 0 where it cannot be read).
+double device_memory_in_use() {
+  std::size_t free = 0, total = 0;
+  return cuMemGetInfo(&free, &total) == CUDA_SUCCESS && total > free ? double(total - free) : 0;
 }
 
-// The size of a launch's argument `i` (false past the last): the driver describes a function's
-// parameters, or, where the handle is a context-independent kernel (CUkernel, as the runtime of
-// CUDA 12 and later may pass), the kernel's.
-bool param_size(CUfunction f, std::size_t i, std::size_t* size) {
-  std::size_t off = 0;
-  return cuFuncGetParamInfo(f, i, &off, size) == CUDA_SUCCESS ||
-         cuKernelGetParamInfo(reinterpret_cast<CUkernel>(f), i, &off, size) == CUDA_SUCCESS;
+// What a replay's memory save and restore may cost (ns) for `passes` passes: kernel replay keeps
+// the device memory in use between passes, on the device where it fits twice, else in host memory.
+// On the H200 under JAX (XLA takes 75% of the GPU at start: 106 GB, more than the free memory) one
+// launch's 7 passes took 57 s; a C program's few GB cost milliseconds.
+double replay_memory_ns(std::size_t passes) {
+  std::size_t free = 0, total = 0;
+  if (cuMemGetInfo(&free, &total) != CUDA_SUCCESS || total <= free) return 0;
+  const double used = double(total - free), rate = used <= double(free) ? 1.0e12 : 1.2e10;  // B/s: d2d, or host
+  return double(passes ? passes : 7) * used / rate * 1e9;
 }
 
 // Why a launch cannot be replayed ("" when it can): an argument that points into host memory.
-std::string unreplayable(const LaunchArgs& a) {
+std::string unreplayable(const tr::LaunchArgs& a) {
   if (!a.f || !a.params) return "";
   std::size_t size = 0;
-  for (std::size_t i = 0; param_size(a.f, i, &size); ++i) {
+  for (std::size_t i = 0; tr::param_size(a.f, i, &size); ++i) {
     if (size != sizeof(std::uint64_t)) continue;
     std::uint64_t v = 0;
     std::memcpy(&v, a.params[i], sizeof v);
@@ -564,7 +266,7 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
     if (c.profiler && c.pending.size() >= kRangesPerFlush) flush(s, cb->context, c);
     return;
   }
-  const LaunchArgs args = launch_args(cb, id);
+  const tr::LaunchArgs args = tr::launch_args(cb, id);
   // A launch into a stream being captured (a CUDA graph being built) does not run now: it is
   // neither profiled nor a reason to stop the profiler (which would break the capture). Its
   // runs, as graph launches, count by their GPU time (activity records).
@@ -574,17 +276,31 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
     return;
   }
   const std::string mangled = cb->symbolName, name = tr::demangle(cb->symbolName);
-  Launch l{name, mangled, shape_key(mangled, args.grid, args.block), args.grid, args.block, s.seq++,
+  Launch l{name, mangled, tr::shape_key(mangled, args.grid, args.block), args.grid, args.block, s.seq++,
            s.launched[name]++, tr::now_ns()};
   State::Shape& sh = s.shapes[l.shape];
   if (sh.launches++ == 0) sh.name = name, sh.mangled = mangled, sh.grid = args.grid, sh.block = args.block;
   Context& c = s.contexts[cb->context];
-  bool take = wanted(s, name, mangled) && (s.sample == 0 || sh.profiled < s.sample);
-  if (take && s.budget > 0) {  // the replays so far against the program's own time so far
+  const bool want = wanted(s, name, mangled);
+  bool take = want && (s.sample == 0 || sh.profiled < s.sample), varied = false;
+  if (want && !take && s.activity) {
+    // Past the sample: the shape's profiled launches decoded now (a launch left native flushes
+    // them anyway), so that their GPU times say whether this shape's work varies.
+    flush(s, cb->context, c);
+    take = varied = activity().varied(l.shape);
+  }
+  if (take && s.budget > 0) {  // the replays so far, and this one's memory, against the program's own time so far
     const std::uint64_t spent = s.setup_ns + s.replay_ns + s.decode_ns, elapsed = tr::now_ns() - s.start_ns;
-    if (double(s.replay_ns) > s.budget * double(elapsed > spent ? elapsed - spent : 0)) {
+    const double allowed = s.budget * double(elapsed > spent ? elapsed - spent : 0);
+    const double memory_ns = replay_memory_ns(c.profiler ? c.profiler->passes() : s.passes);
+    if (double(s.replay_ns) > allowed || (memory_ns > 1e9 && double(s.replay_ns) + memory_ns > allowed)) {
       take = false;
       ++sh.over_budget, ++s.over_budget;
+      if (memory_ns > 1e9 && s.memory_refused++ == 0)
+        std::fprintf(stderr, "archbench-topdown: each replay would save and restore the %.0f GB of device memory in "
+                     "use (about %.0f s a launch): launches run natively while that breaks the budget. A framework "
+                     "that takes most of the GPU at start (JAX: XLA_PYTHON_CLIENT_PREALLOCATE=false) profiles at "
+                     "its real size; --budget 0 replays all the same\n", device_memory_in_use() / 1e9, memory_ns * 1e-9);
     }
   }
   if (take) {
@@ -626,6 +342,7 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
   }
   s.setup_ns += tr::now_ns() - t0;
   ++sh.profiled;
+  if (varied) ++sh.varied, ++s.varied;
   ++s.profiled_of[name];
   {
     std::lock_guard<std::mutex> lock(activity().mu);
@@ -644,13 +361,8 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
 
 // Launches, and the calls after which the program has waited for its kernels (the pending ranges
 // are decoded there, so that little is left for the exit, when the CUDA runtime may be tearing
-// down): tools/analysis/trace/cupti_calls.hpp.
-using tr::kLaunches, tr::kSyncs, tr::one_of;
-constexpr CUpti_CallbackId kRuntimeLaunches[] = {
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,           CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,       CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
-    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
-    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,        CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000};
+// down): tools/analysis/common/cupti.hpp.
+using tr::kSyncs, tr::one_of;
 
 void CUPTIAPI callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id, const void* data) {
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {  // a runtime launch: its id names the kernel's records
@@ -734,7 +446,7 @@ void finish() {
     tr::JsonLine line("shape");
     line.str("name", sh.name).str("mangled", sh.mangled).nums("grid", sh.grid).nums("block", sh.block)
         .unum("launches", sh.launches).unum("profiled", sh.profiled).unum("unreplayable", sh.unreplayable)
-        .unum("over_budget", sh.over_budget);
+        .unum("over_budget", sh.over_budget).unum("varied", sh.varied);
     if (s.activity) {
       const Activity::Time t = times.count(key) ? times.at(key) : Activity::Time{};
       line.unum("unprofiled_records", t.records).raw("unprofiled_ns", number(t.ns));
@@ -743,32 +455,29 @@ void finish() {
   }
   tr::JsonLine("end").unum("profiled", s.profiled).unum("unprofiled", s.skipped).unum("unreplayable", s.unreplayable)
       .unum("captured", s.captured).unum("passes", s.passes).unum("sample", s.sample).str("unprofiled_time", s.activity_detail)
-      .raw("budget", number(s.budget)).unum("over_budget", s.over_budget).unum("sessions", s.sessions).raw("setup_s", number(s.setup_ns * 1e-9))
+      .raw("budget", number(s.budget)).unum("over_budget", s.over_budget).unum("varied", s.varied)
+      .unum("memory_refused", s.memory_refused).unum("sessions", s.sessions).raw("setup_s", number(s.setup_ns * 1e-9))
       .raw("replay_s", number(s.replay_ns * 1e-9)).raw("decode_s", number(s.decode_ns * 1e-9))
       .raw("prepare_s", number(prepare_s)).raw("prepare_wait_s", number(prepare_wait_s))
       .raw("enable_ahead_s", number(enable_ahead_s)).str("enable_ahead", enable_state)
       .unum("end_ns", tr::now_ns()).write(s.out);
-  std::fflush(s.out);
+  s.out.flush();
   std::fprintf(stderr, "archbench-topdown: %llu launches profiled, %llu not (%zu passes: set-up %.2f s, "
                "replays %.2f s, decoding %.2f s); %s\n",
                static_cast<unsigned long long>(s.profiled), static_cast<unsigned long long>(s.skipped),
                s.passes, s.setup_ns * 1e-9, s.replay_ns * 1e-9, s.decode_ns * 1e-9,
-               s.out_path.c_str());
+               s.out.name().c_str());
 }
 
-}  // namespace
+}  // namespace archbench::topdown_lib
+
+using namespace archbench::topdown_lib;
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   if (s.sub) return 1;
-  const char* path = std::getenv("ARCHBENCH_TOPDOWN_OUT");
-  s.out_path = path ? path : "topdown-" + std::to_string(getpid()) + ".jsonl";
-  s.out = std::fopen(s.out_path.c_str(), "w");
-  if (!s.out) {
-    std::fprintf(stderr, "archbench-topdown: cannot write %s; the program runs unprofiled\n", s.out_path.c_str());
-    return 0;
-  }
+  if (!tr::open_records(s.out, "ARCHBENCH_TOPDOWN_OUT", "topdown", "archbench-topdown", "unprofiled")) return 0;
   try {
     if (const char* f = std::getenv("ARCHBENCH_TOPDOWN_KERNEL"); f && *f) s.filter = std::make_unique<std::regex>(f);
   } catch (const std::regex_error& e) {
@@ -793,27 +502,22 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_FLUSH_MS"); m && *m) s.flush_period_ns = std::strtoull(m, nullptr, 10) * 1'000'000;
   double watchdog_s = 20;
   if (const char* m = std::getenv("ARCHBENCH_TOPDOWN_WATCHDOG_S"); m && *m) watchdog_s = std::atof(m);
-  char date[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  tr::JsonLine("process").num("pid", getpid()).str("command", tr::command_line()).unum("start_ns", tr::now_ns())
-      .str("date", date).write(s.out);
-  if (cuptiSubscribe(&s.sub, callback, nullptr) != CUPTI_SUCCESS) {
-    std::fprintf(stderr, "archbench-topdown: cuptiSubscribe failed (another CUPTI client?); unprofiled\n");
+  tr::process_record(tr::now_ns()).write(s.out);
+  std::string holder;
+  if (const CUptiResult r = tr::subscribe(&s.sub, callback, "archbench topdown", &holder); r != CUPTI_SUCCESS) {
+    std::fprintf(stderr, "archbench-topdown: %s; unprofiled\n", tr::subscribe_failure(r, holder).c_str());
     return 0;
   }
-  for (CUpti_CallbackId id : kLaunches) cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
-  for (CUpti_CallbackId id : kRuntimeLaunches) cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+  tr::enable_callbacks(s.sub, CUPTI_CB_DOMAIN_DRIVER_API, tr::kLaunches);
+  tr::enable_callbacks(s.sub, CUPTI_CB_DOMAIN_RUNTIME_API, tr::kRuntimeLaunches);
   // The GPU time of the launches not profiled: CUPTI's kernel records (no serialisation);
   // without them, each shape's unprofiled launches are counted at its profiled launches' mean.
   if (s.sample != 0 || s.max_per_kernel != 0 || s.filter) {
     CUptiResult r = cuptiActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed);
     if (r == CUPTI_SUCCESS) r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    const char* e = nullptr;
-    if (r != CUPTI_SUCCESS) cuptiGetResultString(r, &e);
     s.activity = r == CUPTI_SUCCESS;
     s.activity_detail = s.activity ? "CUPTI kernel activity records"
-                                   : std::string("each shape's profiled mean (kernel activity: ") + (e ? e : "?") + ")";
+                                   : "each shape's profiled mean (kernel activity: " + tr::cupti_words(r) + ")";
   } else {
     s.activity_detail = "every launch profiled";
   }
@@ -825,9 +529,9 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
     pr.pid = getpid(), pr.start_ns = tr::now_ns(), pr.running = true;
     if (!tr::spawn_quiet([&s] { prepare(s); })) pr.running = false;
   }
-  for (CUpti_CallbackId id : kSyncs) cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_DRIVER_API, id);
-  cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
-  cuptiEnableCallback(1, s.sub, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED);
+  tr::enable_callbacks(s.sub, CUPTI_CB_DOMAIN_DRIVER_API, tr::kSyncs);
+  tr::enable_callbacks(s.sub, CUPTI_CB_DOMAIN_RESOURCE, {CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+                                                          CUPTI_CBID_RESOURCE_CONTEXT_CREATED});
   tr::exit_first(finish);  // before CUPTI's own objects go (see there)
   {
     Prepared& pr = prepared();

@@ -4,7 +4,7 @@
 // maps, builds, synchronisations, with the host call path that issued them), forwards to the
 // ICD loader's own symbol (dlsym RTLD_NEXT), and samples the program's threads without
 // interrupting their system calls (Sampler in common.hpp). Raw records
-// (tools/analysis/trace/FORMAT.md) go to $ARCHBENCH_TRACE_DIR/<prog>-<pid>.jsonl as they complete,
+// (tools/analysis/FORMAT.md) go to $ARCHBENCH_TRACE_DIR/<prog>-<pid>.jsonl as they complete,
 // from the process's first OpenCL call; nothing is written for a process that never calls
 // OpenCL (a forked child starts empty). The program's signal handlers, exit and _exit are kept
 // as they are (see sigaction() below). Environment: ARCHBENCH_TRACE_DIR, ARCHBENCH_TRACE_SAMPLE_US
@@ -16,7 +16,7 @@
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <CL/cl.h>
 
-#include "tools/analysis/trace/common.hpp"
+#include "tools/analysis/common/common.hpp"
 
 #include <dlfcn.h>
 #include <execinfo.h>

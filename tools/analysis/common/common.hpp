@@ -1,6 +1,7 @@
-// Shared by both tracers (tools/analysis/trace/opencl_interposer.cpp and tools/analysis/trace/cuda_injection.cpp):
-// one place for the host clock, the host call path, the FNV-1a hash, the JSON Lines writer and
-// the thread sampler. Records follow tools/analysis/trace/FORMAT.md.
+// The host side of the layer under every analysis library (the OpenCL tracer, and with cupti.hpp the
+// CUDA tracer, TopDown, PC sampling and PM sampling): one place for the host clock, the host call
+// path, the FNV-1a hash, the JSON Lines record writer (TraceFile: every library's), the thread
+// sampler, and exit, fork and fatal-signal handling. Records follow tools/analysis/FORMAT.md.
 #pragma once
 
 #include <signal.h>
@@ -92,6 +93,7 @@ class JsonLine {
   JsonLine& raw(std::string_view key, std::string_view json);
   /// Closes the object and writes it, with its newline, to `out`.
   void write(FILE* out);
+  void write(class TraceFile& out);
   /// Closes the object and returns it, with its newline (nothing can be added after).
   const std::string& text();
 
@@ -106,6 +108,10 @@ class JsonLine {
 /// `$ARCHBENCH_TRACE_DIR/<prog>-<pid>.jsonl` (default: the current directory), opened for
 /// writing; null with the reason on stderr if it cannot be opened.
 FILE* open_trace_file(std::string* path_out);
+
+/// The `process` record that starts an analysis library's file: pid, command, `start_ns` and the
+/// UTC date (ISO 8601); the library adds its own fields.
+JsonLine process_record(uint64_t start_ns);
 
 /// A raw trace file written as records complete (FORMAT.md), so that a program that crashes, is
 /// killed or execs another keeps what was recorded: each distinct call path is written once, as a
@@ -157,10 +163,20 @@ class TraceFile {
   std::unordered_map<int, uint64_t> last_run_;       // tid -> path id of its latest running sample
 };
 
+/// Opens an analysis library's record file into `out`: `$<env>` where it is set and not empty,
+/// else `<fallback>-<pid>.jsonl` in the current directory. False, with "<tag>: cannot write PATH
+/// (reason); the program runs <unobserved>" on stderr, where it cannot be.
+bool open_records(TraceFile& out, const char* env, const char* fallback, const char* tag, const char* unobserved);
+
+/// The files of every copy of a library whose file name contains `name` ("libcupti") mapped in
+/// this process, in the order /proc/self/maps lists them. Two copies of libcupti are two CUPTI
+/// clients of the one driver: the second is refused (tools/analysis/FORMAT.md, coexistence).
+std::vector<std::string> mapped_libraries(const char* name);
+
 /// This process's command line, arguments joined by spaces.
 std::string command_line();
 
-/// `mangled` demangled (C++ ABI), or as it is where it is not a mangled name.
+/// `mangled` demangled (C++ ABI), or as it is where it is not a mangled name ("?" for null).
 std::string demangle(const char* mangled);
 
 /// Sampler of the program's threads (GPU_IDLE_CAUSE) that never interrupts their system calls.

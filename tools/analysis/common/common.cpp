@@ -1,5 +1,5 @@
 // Shared by both tracers: see common.hpp.
-#include "tools/analysis/trace/common.hpp"
+#include "tools/analysis/common/common.hpp"
 
 #include <cxxabi.h>
 #include <dirent.h>
@@ -278,11 +278,30 @@ std::string JsonLine::quote(std::string_view s) {
 }
 
 std::string demangle(const char* mangled) {
+  if (!mangled) return "?";
   int st = 0;
   char* d = abi::__cxa_demangle(mangled, nullptr, nullptr, &st);
   std::string r = st == 0 && d ? d : mangled;
   free(d);
   return r;
+}
+
+std::vector<std::string> mapped_libraries(const char* name) {
+  std::vector<std::string> found;
+  FILE* f = fopen("/proc/self/maps", "re");
+  if (!f) return found;
+  char line[4096];
+  while (fgets(line, sizeof line, f)) {
+    const char* path = strchr(line, '/');
+    if (!path) continue;
+    std::string p(path);
+    while (!p.empty() && (p.back() == '\n' || p.back() == ' ')) p.pop_back();
+    const size_t slash = p.rfind('/');
+    if (p.find(name, slash) != std::string::npos && std::find(found.begin(), found.end(), p) == found.end())
+      found.push_back(p);
+  }
+  fclose(f);
+  return found;
 }
 
 std::string command_line() {
@@ -302,6 +321,28 @@ FILE* open_trace_file(std::string* path_out) {
   if (!f) fprintf(stderr, "archbench trace: cannot write %s: %s\n", path.c_str(), strerror(errno));
   if (path_out) *path_out = path;
   return f;
+}
+
+JsonLine process_record(uint64_t start_ns) {
+  char date[32];
+  const time_t now = time(nullptr);
+  tm utc{};
+  strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&now, &utc));
+  JsonLine j("process");
+  j.num("pid", getpid()).str("command", command_line()).unum("start_ns", start_ns).str("date", date);
+  return j;
+}
+
+bool open_records(TraceFile& out, const char* env, const char* fallback, const char* tag, const char* unobserved) {
+  const char* given = getenv(env);
+  const std::string path = given && *given ? given : std::string(fallback) + "-" + std::to_string(getpid()) + ".jsonl";
+  FILE* f = fopen(path.c_str(), "w");
+  if (!f) {
+    fprintf(stderr, "%s: cannot write %s (%s); the program runs %s\n", tag, path.c_str(), strerror(errno), unobserved);
+    return false;
+  }
+  out.adopt(f, path);
+  return true;
 }
 
 void TraceFile::adopt(FILE* out, std::string name, bool (*inner)(void*)) {
@@ -325,6 +366,8 @@ void TraceFile::put(std::string_view line) {
 }
 
 void TraceFile::put(JsonLine& j) { put(j.text()); }
+
+void JsonLine::write(TraceFile& out) { out.put(*this); }
 
 void TraceFile::samples(bool final) {
   const Sampler& sm = sampler();
