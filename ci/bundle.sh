@@ -3,13 +3,13 @@
 # on x86-64 Linux with glibc 2.28 or newer (RHEL/Rocky 8 and 9, SLES 15, Ubuntu 20.04 and newer):
 #   bundle/bin/    archbench, archbench_mpi (where MPI was found here) and the test binaries, built
 #                  with ARCHBENCH_PORTABLE (cmake/portable.cmake): libstdc++ and Google Benchmark
-#                  linked statically, no glibc symbol newer than 2.28 (checked below: tests/needed.py)
+#                  linked statically, no glibc symbol newer than 2.28 (checked below: tests/e2e/needed.py)
 #   bundle/lib/    the tracers and TopDown's injection library; NVRTC and its builtins library for
 #                  the CUDA backend
 #   bundle/lib/opencl/ an OpenCL ICD loader (Debian's ocl-icd: it needs glibc 2.34), used only on a
 #                  node that has none of its own
 #   bundle/include/ the CUDA headers NVRTC needs at run time (cuda_fp16.h, cuda_bf16.h, ...)
-#   bundle/tests/  the smoke test and the results tools' tests
+#   bundle/tests/  the smoke test and TopDown's GPU test, laid out as in the tree (e2e/, analysis/topdown/, lib/)
 #   bundle/run.sh  sets up the library path and an OpenCL vendor list that includes the
 #                  NVIDIA driver's libnvidia-opencl.so.1 when present, then runs archbench
 #                  (run.sh --mpi: archbench_mpi, under the node's mpirun)
@@ -67,11 +67,13 @@ cp "$build/archbench" "$build/tests/archbench_unit" "$build/tests/archbench_conf
 [ -e "$build/lib/libarchbench_topdown.so" ] && cp "$build/lib/libarchbench_topdown.so" "$dest/lib/"
 # Its time-resolved mode (archbench_topdown.py --timeline: CUPTI PM sampling, one pass).
 [ -e "$build/lib/libarchbench_pmsampling.so" ] && cp "$build/lib/libarchbench_pmsampling.so" "$build/lib/archbench_pmsampler" "$dest/lib/"
+# PC sampling, line by line (archbench_pcsample.py: CUPTI PC sampling and SASS metrics).
+[ -e "$build/lib/libarchbench_pcsampling.so" ] && cp "$build/lib/libarchbench_pcsampling.so" "$dest/lib/"
 [ -x "$build/tests/archbench_td_kernels" ] && cp "$build/tests/archbench_td_kernels" "$build/tests/archbench_cg" "$dest/bin/"
 cuda_from_node=0
 [ "${ARCHBENCH_BUNDLE_CUDA:-}" = node ] && cuda_from_node=1
-cp tests/smoke.py tests/topdown/topdown_gpu.py "$dest/tests/"
-cp ci/node-run.sh ci/gpu-multi.sh "$dest/"  # gpu-multi.sh: several GPUs (--device=all, the peer matrix)
+cp --parents tests/e2e/smoke.py tests/analysis/topdown/topdown_gpu.py tests/lib/gpu.py "$dest/"  # as in the tree: gpu.py is imported
+cp ci/node-run.sh ci/gpu-multi.sh ci/gpu-node.sh "$dest/"  # gpu-multi.sh, gpu-node.sh: several GPUs (--device=all, the peer matrix, the collectives)
 cp -r tools "$dest/tools"
 # Everything the binaries link that is not part of the C runtime every node has (archbench_mpi:
 # what it needs beyond archbench's is MPI, the node's).
@@ -170,7 +172,7 @@ if [ "${1:-}" = "--test" ]; then
     [ -n "${ARCHBENCH_DEVICE:-}" ] && break  # the device was chosen: test that one only
   done
   if [ -x "$here/bin/archbench_cuda_compile" ]; then "$here/bin/archbench_cuda_compile" || rc=1; fi
-  python3 "$here/tests/smoke.py" "$here/bin/archbench" || rc=1
+  python3 "$here/tests/e2e/smoke.py" "$here/bin/archbench" || rc=1
   exit $rc
 fi
 "$here/bin/archbench" "$@"
@@ -178,6 +180,6 @@ RUN
 chmod +x "$dest/run.sh"
 # The promise of the bundle: nothing it carries needs more than glibc 2.28 or the node's libstdc++
 # (lib/opencl aside: the node's loader comes first).
-python3 tests/needed.py - --glibc 2.28 "$dest"/bin/* "$dest"/lib/*.so* >"$dest/glibc-check.txt" ||
+python3 tests/e2e/needed.py - --glibc 2.28 "$dest"/bin/* "$dest"/lib/*.so* >"$dest/glibc-check.txt" ||
   { cat "$dest/glibc-check.txt" >&2; echo "ci/bundle.sh: the bundle needs more than glibc 2.28 (above)" >&2; exit 1; }
 echo "archbench: bundle in $dest ($(du -sh "$dest" | cut -f1)); run $dest/run.sh --list-devices"
