@@ -16,6 +16,7 @@
 #endif
 
 #include "fixtures/core/data.hpp"
+#include "fixtures/core/env.hpp"
 #include "fixtures/core/workload.hpp"
 
 namespace archbench {
@@ -151,8 +152,7 @@ std::pair<double, double> scalars(Op op) {
 // wide pipes (it runs work-items in SIMD lanes, one thread per core), few enough to keep a
 // GPU's registers free for occupancy (it hides latency with other warps).
 int chains_for(const DeviceInfo& d, int width) {
-  const char* env = std::getenv("ARCHBENCH_CHAINS");
-  if (env) return std::clamp(std::atoi(env) / 2 * 2, 2, 16);  // the kernel pairs its chains
+  if (const std::optional<double> n = env_number("ARCHBENCH_CHAINS")) return int(*n);  // even, 2 to 16: env.cpp
   return d.is_gpu ? std::max(2, 16 / width) : std::max(CPU_CHAINS, 16 / width);
 }
 
@@ -269,8 +269,7 @@ Shape peak_shape(const Plan& plan, int width, int chains) {
   Shape s = filling(plan, width, chains);
   const DeviceInfo& d = plan.device;
   if (plan.size == Size::test || d.resident_per_unit == 0) return s;
-  const char* env = std::getenv("ARCHBENCH_WAVES");
-  const double waves = env ? std::atof(env) : 0.75;
+  const double waves = env_number("ARCHBENCH_WAVES").value_or(0.75);
   const double work = 8.0 * double(s.items) * s.iters;
   const auto items = static_cast<std::size_t>(waves * d.compute_units * d.resident_per_unit) / s.local * s.local;
   s.items = std::max(items, s.local);

@@ -23,7 +23,9 @@
 
 namespace ab = archbench;
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   ab::Options o;
   if (const std::optional<int> rc = ab::parse_options(argc, argv, o)) return *rc;
   const std::vector<std::unique_ptr<ab::Backend>> backends = ab::backends();
@@ -93,7 +95,7 @@ int main(int argc, char** argv) {
                                         .total = ab::count_selected(workloads, benchmark::GetBenchmarkFilter()),
                                         .keep_previous = o.record};
   std::optional<ab::OutputLock> lock;
-  if (!ro.out.empty() && !ab::hold(lock, ro.out)) return 2;
+  if (!ro.out.empty() && !ab::hold(lock, ro.out, o.record)) return 2;
   ab::ResultsReporter reporter(ro, by_name, [&meters] {
     ab::ContextLines lines;
     for (const auto& m : meters)
@@ -103,4 +105,11 @@ int main(int argc, char** argv) {
   const std::size_t ran = benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   return reporter.finish(ran, o.listing_tests);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  ab::guard_stdout();  // a closed pipe or a full disk on stdout loses nothing else
+  return ab::stdout_status(run(argc, argv));
 }
