@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # On a machine with two GPUs or more, from a bundle (ARCHBENCH_BUNDLE_CUDA=node ci/bundle.sh):
-# the GPUs' topology, the peer family's conformance test, the peer matrix (every ordered pair)
-# and a quick suite on every GPU, one GPU after the other, each merged into one JSON with its
-# variability report. At most about 10 minutes (each step has its own timeout).
+# the GPUs' topology, the peer family's conformance test, the peer matrix (every ordered pair,
+# measured by the first GPU's process) and a quick suite on every GPU at once, each merged into
+# one JSON with its variability report. At most about 10 minutes (each step has its own
+# timeout). ci/gpu-node.sh adds the collectives and the one-GPU-after-another comparison.
 # Usage: ci/gpu-multi.sh [OUTDIR]   (default: $OUT, else results/local/gpu-multi); from the
 # repository (bundle/ beside ci/) or from inside the bundle. ARCHBENCH_MULTI_FILTER replaces the
 # per-GPU suite's filter.
@@ -39,8 +40,8 @@ cat "$out/topology.txt"
 s=$?; echo "peer conformance: exit $s" | tee -a "$out/peer-conformance.log"; [ $s = 0 ] || rc=1
 tail -3 "$out/peer-conformance.log"
 
-# The peer matrix first, on a cool machine, 3 repetitions (to fit one 10-minute call; the
-# 256 MiB latency chase alone takes seconds a launch).
+# The peer matrix first, on a cool machine, 3 repetitions (the first GPU's process measures
+# every pair; the others say so and skip).
 ARCHBENCH_RESULTS_ROOT="$out" timeout 240 "$bundle/run.sh" --device=all --record=cuda-peer \
   --benchmark_repetitions=3 --benchmark_filter='^peer/' > "$out/peer.log" 2>&1
 s=$?; echo "peer: exit $s" | tee -a "$out/peer.log"; [ $s = 0 ] || rc=1
@@ -50,8 +51,8 @@ if [ -n "$peer_json" ]; then
     | tee "${peer_json%.json}-matrix.txt" || rc=1
 fi
 
-# A quick suite on every GPU, 3 repetitions: FMA peaks, memory, latency, launch and the bus
-# from pinned memory (about 2 minutes a GPU).
+# A quick suite on every GPU at once, 3 repetitions: FMA peaks, memory, latency, launch and
+# the bus from pinned memory (about 2 minutes).
 filter="${ARCHBENCH_MULTI_FILTER:-^(compute/cuda/mad/(float|double)(4)?|memory/cuda/(copy|triad)/double|latency/cuda/chase/.*|launch/cuda/empty/dispatch/.*|bus/cuda/(to_device|to_host|both)_pinned/.*)$}"
 ARCHBENCH_RESULTS_ROOT="$out" timeout 280 "$bundle/run.sh" --device=all --record=cuda-node-quick \
   --benchmark_repetitions=3 --benchmark_filter="$filter" > "$out/node.log" 2>&1
