@@ -121,6 +121,20 @@ class TopDownTool(unittest.TestCase):
         self.assertIn("made ahead on the library's threads beside the program: 0.48 s, its enable on the first "
                       "context 0.21 s; the first profiled launch waited 0.02 s", p.stdout)
 
+    def test_a_killed_run_is_read_as_far_as_it_was_written(self):
+        # SIGKILL mid-run: no shape or end record, the last line cut mid-write.
+        recs = [{"type": "process", "pid": 1, "command": "x", "start_ns": 0, "date": "d"},
+                kernel(0, "a", 0, 100, 0.5, 0.1, 0.1, 0.3)]
+        d = tempfile.mkdtemp()
+        raw = os.path.join(d, "raw.jsonl")
+        with open(raw, "w") as f:
+            f.write("\n".join(json.dumps(r) for r in recs) + '\n{"type": "kernel", "name": "b", "mang')
+        p = subprocess.run([sys.executable, TOOL, "--report", raw], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("no end record (the program was killed or crashed)", p.stderr)
+        self.assertIn("last record cut off mid-write", p.stderr)
+        self.assertRegex(p.stdout, r"\na +1 ")
+
     def test_malformed_file_is_an_error_with_its_line(self):
         p, _ = self.run_tool([{"type": "process", "pid": 1}, {"type": "kernel", "name": "a"}])
         self.assertEqual(p.returncode, 2)

@@ -298,9 +298,9 @@ void on_launch(State& s, const CUpti_CallbackData* cb, CUpti_CallbackId id) {
       ++sh.over_budget, ++s.over_budget;
       if (memory_ns > 1e9 && s.memory_refused++ == 0)
         std::fprintf(stderr, "archbench-topdown: each replay would save and restore the %.0f GB of device memory in "
-                     "use (about %.0f s a launch): launches run natively while that breaks the budget. A framework "
-                     "that takes most of the GPU at start (JAX: XLA_PYTHON_CLIENT_PREALLOCATE=false) profiles at "
-                     "its real size; --budget 0 replays all the same\n", device_memory_in_use() / 1e9, memory_ns * 1e-9);
+                     "use (about %.0f s a launch; a framework that takes most of the GPU at start, as JAX does): launches run "
+                     "natively while that breaks the budget; --timeline gives retire, divergence and stall without "
+                     "replay, --budget 0 replays all the same\n", device_memory_in_use() / 1e9, memory_ns * 1e-9);
     }
   }
   if (take) {

@@ -51,6 +51,9 @@ def run(argv):
             context["driver_version"] = driver_version(p["pci_bus_id"])
     for e in recs["error"]:
         print(f"{TOOL}: not profiled: {e.get('reason')}", file=sys.stderr)
+    if not recs["end"]:
+        print(f"{TOOL}: the run has no end record (the program was killed or crashed): shown is what was recorded"
+              + (", its last record cut off mid-write" if recs["cut"] else ""), file=sys.stderr)
     context.update(end_summary(recs, a.sample))
     context["unreplayable"] = [{"kernel": u["name"], "reason": u["reason"]} for u in recs["unreplayable"]]
     cols, kernels, total, invocations, failed = analyse(recs, a.level)
@@ -69,8 +72,6 @@ def run(argv):
     for u in context["unreplayable"]:
         print(f"not replayable, ran natively: {short(labels.get(u['kernel'], u['kernel']), 60)}: {u['reason']}")
     print(coverage(kernels, context))
-    if context.get("environment_added"):
-        print(f"profiled run's environment: {context['environment_added']}")
     if a.by_invocation:
         print("\nBy launch:")
         rows = [dict(r, launches=r["invocation"], time_share=r["gpu_time_s"] / total["gpu_time_s"]

@@ -18,9 +18,12 @@ def read_records(path, types, check, what, library):
     """An injection library's raw file (JSON lines) as {type: [records]}, every type of `types`
     present; check(record) raises ValueError, KeyError, TypeError or AttributeError on a
     malformed one, and BadFile names the file and line; a file with no process record was not
-    written by `library`."""
+    written by `library`. A last line cut off mid-write (a process killed, SIGKILL, while its
+    library wrote) is left out and counted in recs["cut"]: what was written before it is kept."""
     recs = {t: [] for t in types}
-    for no, line in enumerate(cli.read_lines(path), 1):
+    lines = cli.read_lines(path)
+    recs["cut"] = 1 if lines and not lines[-1].endswith("\n") and lines[-1].strip() else 0
+    for no, line in enumerate(lines[:len(lines) - recs["cut"]], 1):
         if not line.strip():
             continue
         try:

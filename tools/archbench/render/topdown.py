@@ -15,7 +15,7 @@ def coverage(kernels, context):
                      "--timeline gives every kernel's retire, divergence and stall in one pass, without replay")
     if context.get("memory_refused"):
         lines.append(f"{context['memory_refused']} of them because each replay would save and restore the device "
-                     "memory in use (a framework's preallocation: for JAX, XLA_PYTHON_CLIENT_PREALLOCATE=false)")
+                     "memory in use (a framework's preallocation, as JAX's): --timeline measures them without replay")
     cost = context.get("cost_s")
     if cost:
         lines.append("profiling's time: " + ", ".join(f"{k} {v:.2f} s" for k, v in cost.items()))

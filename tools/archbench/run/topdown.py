@@ -28,14 +28,6 @@ def profile(a, cmd, context, tool, metric_set=""):
                 "ARCHBENCH_TOPDOWN_SAMPLE": str(a.sample), "ARCHBENCH_TOPDOWN_METRICS": metric_set,
                 "ARCHBENCH_TOPDOWN_BUDGET": str(a.budget),
                 "ARCHBENCH_TOPDOWN_PREPARE": "1" if a.prepare == "ahead" else "0"})
-    # Kernel replay saves and restores the device memory in use between passes: JAX's preallocation
-    # (75% of the GPU at start, 113 GB on an H200) made one launch's replay cost about 60 s, and the
-    # library leaves such launches native. The profiled run allocates as the program needs instead,
-    # unless the program's environment says otherwise; the report says so.
-    if "XLA_PYTHON_CLIENT_PREALLOCATE" not in env:
-        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
-        context["environment_added"] = "XLA_PYTHON_CLIENT_PREALLOCATE=false (JAX allocates as it needs: replays " \
-                                       "save and restore the memory in use)"
     rc, profiled_s = timed(cmd, env)[:2]
     context["profiled_s"] = profiled_s
     if "native_s" in context and context["native_s"] > 0:
