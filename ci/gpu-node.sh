@@ -5,12 +5,13 @@
 # then a short suite on every GPU at once (--device=all) and one GPU after another (--serial),
 # with their wall times. Every step has its own time limit.
 # Usage: ci/gpu-node.sh [OUTDIR]   (default: $OUT, else results/local/gpu-node); from the
-# repository (bundle/ beside ci/) or from inside the bundle. OUTDIR gets at most 6 files:
+# repository (bundle/ beside ci/) or from inside the bundle. OUTDIR gets at most 7 files:
 #   summary.txt            wall times, the peer matrix and patterns, the collectives' busbw
 #   peer.json              the peer family (every ordered pair, both engines, both ways; patterns; latency)
 #   collective.json        the collective family (all_reduce ... broadcast, 8 B to 1 GiB)
 #   node-concurrent.json   --device=all, every GPU at once (context.node: mode, wall time, topology, NVML health)
 #   node-serial.json       --device=all --serial, the same suite one GPU after another
+#   health.json            the verdict: each GPU and link passed or failed (archbench-health; exit 4 names it)
 #   gpu-node-logs.tar.gz   every log, nvidia-smi's facts and the variability reports
 # NCCL: ARCHBENCH_NCCL, else libnccl.so.2 of the nvidia-nccl wheel of python3, else the loader's
 # search. NVLink SHARP multicast stays off (NCCL_NVLS_ENABLE=0: the collectives refuse to run
@@ -77,11 +78,11 @@ step collective 90 "$bundle/run.sh" --device=cuda:0 --benchmark_filter='^collect
   --benchmark_repetitions=3 --benchmark_out="$out/collective.json"
 
 # A short suite on every GPU at once, then one after another: FMA peaks, memory, latency,
-# launch and the bus from pinned memory.
-filter="${ARCHBENCH_NODE_FILTER:-^(compute/cuda/mad/(float|double)(4)?|memory/cuda/(copy|triad)/double|latency/cuda/chase/.*|launch/cuda/empty/dispatch/.*|bus/cuda/(to_device|to_host|both)_pinned/.*)$}"
-step concurrent 80 "$bundle/run.sh" --device=all --benchmark_repetitions=3 --benchmark_filter="$filter" \
+# launch and the bus from pinned memory (10 benchmarks: 41 s at once, 134 s one after another on 4 H200s).
+filter="${ARCHBENCH_NODE_FILTER:-^(compute/cuda/mad/(float4|double4)|memory/cuda/(copy|triad)/double|latency/cuda/chase/bytes:(16384|268435456)|launch/cuda/empty/dispatch/items:1|bus/cuda/(to_device|to_host)_pinned/bytes:268435456)\$}"
+step concurrent 90 "$bundle/run.sh" --device=all --benchmark_repetitions=3 --benchmark_filter="$filter" \
   --benchmark_out="$work/node-concurrent.json"
-step serial 140 "$bundle/run.sh" --device=all --serial --benchmark_repetitions=3 --benchmark_filter="$filter" \
+step serial 200 "$bundle/run.sh" --device=all --serial --benchmark_repetitions=3 --benchmark_filter="$filter" \
   --benchmark_out="$work/node-serial.json"
 for f in node-concurrent node-serial; do [ -e "$work/$f.json" ] && cp "$work/$f.json" "$out/"; done
 
@@ -165,5 +166,15 @@ PY
   [ -e "$work/nvbandwidth.log" ] && { echo; echo "nvbandwidth (its own run, same call):"; cat "$work/nvbandwidth.log"; }
 } > "$out/summary.txt" 2>&1
 cat "$out/summary.txt"
+# The verdict: each GPU and link passed or failed (tools/archbench/health.json's thresholds; exit 4
+# where one falls short, named with its figure).
+health=0
+if [ -e "$out/node-concurrent.json" ]; then
+  python3 "$bundle/tools/archbench_health.py" "$out/node-concurrent.json" \
+    $( [ -e "$out/peer.json" ] && echo --peer "$out/peer.json" ) $( [ -e "$out/node-serial.json" ] && echo --serial "$out/node-serial.json" ) \
+    --json "$out/health.json" | tee -a "$out/summary.txt"
+  health=${PIPESTATUS[0]}
+fi
 (cd "$work" && tar czf "$out/gpu-node-logs.tar.gz" --exclude='node-concurrent.json' --exclude='node-serial.json' .)
+[ "$health" = 4 ] && exit 4
 exit $rc

@@ -3,7 +3,7 @@ scripts archbench-COMMAND of tools/pyproject.toml)."""
 import importlib
 import sys
 
-COMMANDS = ("agreement", "compare", "history", "merge", "pcsample", "peer", "program", "report", "roofline", "sass",
+COMMANDS = ("agreement", "compare", "health", "history", "merge", "pcsample", "peer", "program", "report", "roofline", "sass",
             "search", "timeline", "topdown", "trace", "variability")
 
 
