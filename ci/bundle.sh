@@ -25,7 +25,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dest="${1:-bundle}"
-build="${BUILD_DIR:-build-portable}"
+build="$(realpath -m "${BUILD_DIR:-build-portable}")"  # absolute: apt is given paths below
 gbench="${ARCHBENCH_BENCHMARK_SOURCE:-$build/benchmark-src}"
 if [ ! -f "$gbench/CMakeLists.txt" ]; then
   # Debian's source package, through a deb-src list of this machine's own mirrors kept in the build.
@@ -35,8 +35,8 @@ if [ ! -f "$gbench/CMakeLists.txt" ]; then
     [ -e "$f" ] && sed 's/^Types: deb$/Types: deb-src/' "$f" > "$apt/parts/$(basename "$f")"
   done
   { cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null || true; } | sed -n 's/^deb /deb-src /p' > "$apt/parts/src.list"
-  o=(-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$(pwd)/$apt/parts"
-     -o Dir::State::Lists="$(pwd)/$apt/lists" -o Dir::Cache="$(pwd)/$apt/cache")
+  o=(-o Dir::Etc::SourceList=/dev/null -o Dir::Etc::SourceParts="$apt/parts"
+     -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache")
   version="$(dpkg-query -W -f='${source:Version}' libbenchmark-dev 2>/dev/null || true)"
   if ! command -v dpkg-source >/dev/null || ! apt-get "${o[@]}" -qq update ||
      ! (cd "$apt/src" && apt-get "${o[@]}" -qq source "benchmark${version:+=$version}" >/dev/null 2>&1); then
