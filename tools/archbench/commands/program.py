@@ -1,5 +1,5 @@
 """Any CUDA program's kernels on the device's roofline, unchanged: their traffic
-counted as archbench_topdown.py profiles (tools/README.md), each kernel's bound."""
+counted as archbench_topdown.py profiles (tools/analysis/README.md), each kernel's bound."""
 
 import json
 import os

@@ -1,5 +1,5 @@
 """TopDown of any CUDA program, unchanged (seed 004): per kernel, weighted by GPU
-time, and launch by launch; CUPTI replays profiled launches (tools/README.md)."""
+time, and launch by launch; CUPTI replays profiled launches (tools/analysis/README.md)."""
 
 import csv
 import json
