@@ -665,12 +665,12 @@ class DefaultRun(unittest.TestCase):
     library's watchdog for minutes before anything was printed); --sass is opt-in, and CUPTI's first
     refusal ends that stage with its reason while the report is printed all the same."""
 
-    def run_tool(self, d, options, sass_script):
+    def run_tool(self, d, options, sass_script, extra=""):
         prog, lib, tdlib = fake_program(
             d, "echo \"$ARCHBENCH_PCSAMPLE_MODE ${ARCHBENCH_TOPDOWN_OUT:+warp}\" >> %s/runs.txt\n"
                "if [ -n \"$ARCHBENCH_TOPDOWN_OUT\" ]; then exit 0; fi\n"
-               "if [ \"$ARCHBENCH_PCSAMPLE_MODE\" = pc ]; then cp %s \"$ARCHBENCH_PCSAMPLE_OUT\"; exit 0; fi\n%s"
-               % (d, sampled_raw(d), sass_script))
+               "if [ \"$ARCHBENCH_PCSAMPLE_MODE\" = pc ]; then cp %s \"$ARCHBENCH_PCSAMPLE_OUT\"; %sexit 0; fi\n%s"
+               % (d, sampled_raw(d), extra, sass_script))
         j = os.path.join(d, "out.json")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ARCHBENCH_PCSAMPLE_", "ARCHBENCH_PC_"))}
         p = subprocess.run([sys.executable, TOOL, "--lib", lib, "--topdown-lib", tdlib, "--json", j,
@@ -685,6 +685,15 @@ class DefaultRun(unittest.TestCase):
         self.assertEqual(runs, ["pc "])  # no native run, no SASS run, no warp pass
         self.assertNotIn("native_s", doc["context"])
         self.assertIn("hot_chase", p.stdout)
+
+    def test_other_gpu_processes_are_named(self):
+        # A worker the program started wrote its own file beside the raw one (the library's rule):
+        # the report is the first process's and says where the others are.
+        with tempfile.TemporaryDirectory() as d:
+            _, doc, p = self.run_tool(d, [], "exit 9\n", extra="cp %s \"${ARCHBENCH_PCSAMPLE_OUT%%.jsonl}-4242.jsonl\"\n"
+                                      % sampled_raw(d))
+        self.assertEqual([os.path.basename(f) for f in doc["context"]["other_processes"]], ["run-4242.jsonl"])
+        self.assertIn("1 other process of the program used the GPU under the library: left out of this report", p.stderr)
 
     def test_first_cupti_refusal_ends_the_sass_stage(self):
         refusal = ('{"type":"error","reason":"cuptiSassMetricsEnable: CUPTI_ERROR_INVALID_PARAMETER"}')

@@ -212,6 +212,23 @@ TEST(RecordFile, OpenedWhereTheEnvironmentSays) {
   unsetenv("ARCHBENCH_TEST_RECORDS_OUT");
 }
 
+TEST(RecordFile, ASecondProcessWritesItsOwnBesideIt) {
+  // The tool's file exists (the program's first process made it): a process the program started,
+  // which inherited the variable, writes <name>-<pid>.jsonl beside it and leaves the first intact.
+  const std::string path = temp_path("first.jsonl");
+  { std::ofstream(path) << "{\"type\":\"process\"}\n"; }
+  setenv("ARCHBENCH_TEST_RECORDS_OUT", path.c_str(), 1);
+  tr::TraceFile out;
+  ASSERT_TRUE(tr::open_records(out, "ARCHBENCH_TEST_RECORDS_OUT", "unused", "archbench-test", "unobserved"));
+  const std::string own = path.substr(0, path.size() - 6) + "-" + std::to_string(getpid()) + ".jsonl";
+  EXPECT_EQ(out.name(), own);
+  out.close();
+  EXPECT_EQ(lines_of(path).size(), 1u);
+  std::remove(path.c_str());
+  std::remove(own.c_str());
+  unsetenv("ARCHBENCH_TEST_RECORDS_OUT");
+}
+
 TEST(RecordFile, DefaultNameInTheCurrentDirectory) {
   char before[4096];
   ASSERT_NE(getcwd(before, sizeof before), nullptr);

@@ -13,12 +13,22 @@
 //   archbench_trace_behave thread-exit  a second thread calls exit(5)
 //   archbench_trace_behave _exit        _exit(7) after OpenCL work
 //   archbench_trace_behave segv         copies, then a null-pointer write (dies of SIGSEGV)
+//   archbench_trace_behave exec-self    copies, then execs itself (same pid, same name) into
+//                                       exec-into: more copies, exit 5
+//   archbench_trace_behave exec-other   the same, exec'd under another name (argv[0] behave-image2):
+//                                       the new image's raw file has another name
+//   archbench_trace_behave sigpipe      copies, then a write to a pipe with no reader (dies of SIGPIPE)
+//   archbench_trace_behave die N        copies, then signal N sent to itself (dies of it)
+//   archbench_trace_behave wait         copies, then sleeps up to 60 s (until a signal kills it)
+//   archbench_trace_behave daemon       forks: the parent copies and exits 0; the child leaves the
+//                                       terminal's streams (/dev/null), waits 1 s, then copies
 //
 // Every mode first makes a context, a queue and a blocking copy (so a tracer records something).
 // Exit 77 without an OpenCL device.
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -161,6 +171,21 @@ int signals() {
 
 int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "daemon") {  // before any OpenCL call: OpenCL objects do not survive a fork
+    if (fork() != 0) {
+      setup();
+      copies(1);
+      printf("parent exits\n");
+      return 0;
+    }
+    int null = open("/dev/null", O_RDWR);
+    dup2(null, 0), dup2(null, 1), dup2(null, 2);
+    close(null);
+    sleep(1);
+    setup();
+    copies(2);
+    return 0;
+  }
   setup();
   copies(1);
   if (mode == "sleep") return sleeps();
@@ -209,6 +234,42 @@ int main(int argc, char** argv) {
     *static_cast<volatile int*>(nullptr) = 1;
     return 1;
   }
-  fprintf(stderr, "usage: archbench_trace_behave sleep|fork|exec|threads|signals|thread-exit|_exit|segv\n");
+  if (mode == "exec-self" || mode == "exec-other") {
+    printf("exec'ing itself\n");
+    fflush(stdout);
+    execl("/proc/self/exe", mode == "exec-self" ? argv[0] : "behave-image2", "exec-into", static_cast<char*>(nullptr));
+    return 127;
+  }
+  if (mode == "exec-into") {
+    copies(2);
+    printf("the new image ran\n");
+    return 5;
+  }
+  if (mode == "sigpipe") {
+    copies(2);
+    printf("writing to a pipe nobody reads\n");
+    fflush(stdout);
+    int fd[2];
+    if (pipe(fd) != 0) return 1;
+    close(fd[0]);
+    ssize_t n = write(fd[1], "x", 1);
+    return n < 0 ? 4 : 1;  // never reached: SIGPIPE kills it
+  }
+  if (mode == "die" && argc > 2) {
+    copies(2);
+    printf("sending myself signal %s\n", argv[2]);
+    fflush(stdout);
+    kill(getpid(), atoi(argv[2]));
+    sleep(5);
+    return 1;  // never reached
+  }
+  if (mode == "wait") {
+    printf("waiting\n");
+    fflush(stdout);
+    sleep(60);
+    return 0;
+  }
+  fprintf(stderr, "usage: archbench_trace_behave sleep|fork|exec|threads|signals|thread-exit|_exit|segv|exec-self|"
+                  "exec-other|sigpipe|die N|wait|daemon\n");
   return 2;
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The OpenCL tracer on programs nobody here wrote, and on small programs that sleep, fork, exec,
-use threads and signals and exit from a thread: traced by `archbench_trace.py run`, each must exit
+use threads and signals, exit from a thread,
+exec themselves, die of a signal or leave a daemon behind: traced by `archbench_trace.py run`, each must exit
 as it does untraced, print the same output (byte for byte, or for programs that print timings,
 the same lines with their numbers masked) and yield a valid trace. Bad input (a program not
 found, not executable, statically linked; an output folder that cannot be written) must give a
@@ -20,11 +21,13 @@ Exit 0 when every check passed, 1 otherwise (trace_e2e.py runs the checks in cte
 
 import argparse
 import datetime
+import glob
 import gzip
 import json
 import os
 import platform
 import re
+import signal
 import shutil
 import statistics
 import subprocess
@@ -81,6 +84,13 @@ def trace_valid(out):
         return False
 
 
+# Every signal whose default action ends a process and that a program can get (SIGPROF is the
+# sampler's; SIGKILL and SIGSTOP cannot be caught): the trace keeps what was recorded, and the
+# program dies of it traced as untraced.
+KILLING_SIGNALS = ("SIGALRM", "SIGUSR1", "SIGUSR2", "SIGTERM", "SIGHUP", "SIGINT", "SIGQUIT", "SIGXCPU", "SIGXFSZ",
+                   "SIGVTALRM")
+
+
 def cases(args):
     """(name, argv, compare: 'exact' or 'masked', what the traced run must also show)."""
     b = args.behave
@@ -108,10 +118,25 @@ def cases(args):
         ("behave _exit", [b, "_exit"], "exact", {"rc": 7, "complete": True}),
         # Under ASan the crash is the sanitizer's report, whose addresses differ run to run: stdout only.
         ("behave segv", [b, "segv"], "masked" if sanitized else "exact", {"crash": "crashed (SIGSEGV, signal 11", "copies": True}),
+        # exec into another OpenCL program (itself: under its own name, so that the raw files' names
+        # meet, and under another): one pid, two images, each with its records; the exit is the new image's.
+        ("behave exec-self", [b, "exec-self"], "exact", {"rc": 5, "processes": 2, "copies_total": 8, "one_pid": True}),
+        ("behave exec-other", [b, "exec-other"], "exact", {"rc": 5, "processes": 2, "copies_total": 8, "one_pid": True}),
+        ("behave sigpipe", [b, "sigpipe"], "exact", {"signal": signal.SIGPIPE}),
+        *[(f"behave die {name}", [b, "die", str(int(getattr(signal, name)))], "masked" if sanitized else "exact",
+           {"signal": int(getattr(signal, name))}) for name in KILLING_SIGNALS],
+        # The cap on records: what is left out is counted, every record (3 threads' copies and syncs).
+        ("behave threads, 20 records at most", [b, "threads"], "exact",
+         {"env": {"ARCHBENCH_TRACE_MAX_RECORDS": "20"}, "capped": "behave threads", "log": "records were dropped"}),
     ]
     if args.planted:
         out.append(("planted gap 200 ms", [args.planted, "gap", "200"], "masked", {"gap_ms": 200.0}))
     return out
+
+
+# The records the cap (ARCHBENCH_TRACE_MAX_RECORDS) leaves out, counted per case traced uncapped.
+CAPPED = ("queue", "buffer", "copy", "kernel", "sync", "build", "map")
+RECORDED = {}
 
 
 def sans_sanitizer(err):
@@ -127,7 +152,8 @@ def check_case(args, tmp, name, argv, compare, want):
     if rc0 == 77:
         print(f"SKIP  {name}: no OpenCL device")
         return None
-    runs = [traced(args, argv, os.path.join(tmp, f"{slug}-{i}"), want.get("rate", 1000)) for i in range(args.repeat)]
+    env = dict(os.environ, **want["env"]) if "env" in want else None
+    runs = [traced(args, argv, os.path.join(tmp, f"{slug}-{i}"), want.get("rate", 1000), env=env) for i in range(args.repeat)]
     rc, so, se, _, log, summary = runs[-1]
     out = os.path.join(tmp, f"{slug}-{args.repeat - 1}")
     same = (so == so0 and sans_sanitizer(se) == sans_sanitizer(se0)) if compare == "exact" else \
@@ -155,6 +181,33 @@ def check_case(args, tmp, name, argv, compare, want):
     if want.get("copies") and summary:
         check(sum(c["count"] for c in summary["copies"].values()) >= 3,
               f"{name}: the copies made before the crash are in the trace")
+    if "copies_total" in want and summary:
+        n = sum(c["count"] for c in summary["copies"].values())
+        check(n == want["copies_total"], f"{name}: every copy of both images is in the trace ({n} of {want['copies_total']})")
+    if want.get("one_pid") and summary:
+        pids = {p.get("pid") for p in summary["processes"]}
+        check(len(pids) == 1, f"{name}: one pid for both images ({sorted(pids)})")
+    if "signal" in want and summary:
+        # Where the runtime handles the signal itself (PoCL's LLVM: SIGTERM, SIGINT, SIGHUP, SIGUSR1/2,
+        # SIGQUIT, SIGXCPU, SIGXFSZ), the tracer chains to its handler: the records reach the file
+        # before it runs; one that raises the signal again itself leaves no end record.
+        sig, p = want["signal"], summary["processes"][0]
+        if rc0 == -sig:
+            check(p.get("signal") == sig or (p.get("ended") and not p.get("truncated")),
+                  f"{name}: the trace is flushed at the signal (" + (f"its end record names signal {sig})" if p.get("signal") == sig
+                  else "the runtime's handler raised it again: no end record, no line cut off)" if not p.get("truncated")
+                  else "its last line was cut off: not flushed)"))
+        else:
+            check(not p.get("ended"), f"{name}: the runtime's handler ends the program (exit {rc0}): the trace has its end record")
+        counts = summary["record_counts"]
+        check(counts.get("copy") == 6 and counts.get("sync") == 8,
+              f"{name}: every record before the signal is kept (6 copies and 8 syncs: {counts.get('copy')}, {counts.get('sync')})")
+    if "capped" in want and summary:
+        full = RECORDED.get(want["capped"])
+        kept = sum(n for t, n in summary["record_counts"].items() if t in CAPPED)
+        dropped = sum(p.get("records_dropped") or 0 for p in summary["processes"])
+        check(full is not None and dropped > 0 and kept + dropped == full,
+              f"{name}: every record left out is counted ({kept} kept + {dropped} dropped = {full} recorded uncapped)")
     if want.get("kernels") and summary:
         check(bool(summary["kernels"]), f"{name}: kernels recorded")
     if "gap_ms" in want and summary:
@@ -162,6 +215,7 @@ def check_case(args, tmp, name, argv, compare, want):
         row["planted_gap_ms"], row["measured_gap_ms"] = want["gap_ms"], round(gap, 3)
         check(abs(gap - want["gap_ms"]) <= 0.1 * want["gap_ms"], f"{name}: idle gap {gap:.1f} ms (planted {want['gap_ms']:.0f})")
     if summary:
+        RECORDED[name] = sum(n for t, n in summary["record_counts"].items() if t in CAPPED)
         row["records"] = summary["record_counts"]
         row["sampler"] = summary["processes"][0].get("sampler")
     return row
@@ -204,6 +258,49 @@ def bad_input_opencl(args, tmp):
     rc, so, se, _ = run([b, "threads"], env)
     check(rc == 0 and so == b"threads done\n" and b"cannot write" in se,
           f"missing trace folder (tracer alone): the program runs on, the tracer says why ({rc})")
+
+
+def terminated(args, tmp):
+    """SIGTERM to `run` (a job scheduler's time limit): the program gets it, run waits for it, writes
+    the summary of what was recorded and dies of the signal as the program did; no program is left."""
+    out = os.path.join(tmp, "sigterm")
+    log = out + ".log"
+    cmd = [sys.executable, args.tool, "run", "--api", "opencl", "--lib-dir", os.path.dirname(args.lib), "--out", out,
+           "--log", log, "--", args.behave, "wait"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = p.stdout.readline()  # the program is waiting
+    p.send_signal(signal.SIGTERM)
+    try:
+        so, _ = p.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        so, _ = p.communicate()
+    check(first == b"waiting\n" and p.returncode == -signal.SIGTERM,
+          f"SIGTERM to run: it dies of SIGTERM as the program did ({p.returncode})")
+    check(trace_valid(out), "SIGTERM to run: the summary and trace are written")
+    left = [f for f in os.listdir(out) if f.endswith(".jsonl")] if os.path.isdir(out) else []
+    pids = [int(m.group(1)) for f in left for m in [re.search(r"-(\d+)\.jsonl$", f)] if m]
+    check(pids and not any(os.path.exists(f"/proc/{pid}") for pid in pids), f"SIGTERM to run: the program is not left running {pids}")
+
+
+def daemon(args, tmp):
+    """A program whose parent exits while the child it forked goes on: run says the child still
+    carries the tracer, and the child's records arrive once it has run."""
+    out = os.path.join(tmp, "daemon")
+    rc, so, se, _, log, summary = traced(args, [args.behave, "daemon"], out)
+    check(rc == 0 and so == b"parent exits\n", f"daemon: exits 0 as the parent did ({rc}, {so!r})")
+    check("still carries the tracer" in log, "daemon: the report says the child still carries the tracer")
+    deadline = time.monotonic() + 30
+    child = []
+    while time.monotonic() < deadline and not child:
+        time.sleep(0.2)
+        for f in glob.glob(os.path.join(out, "*.jsonl")):
+            with open(f) as fh:
+                recs = [json.loads(l) for l in fh if l.strip()]
+            if summary and recs and recs[0].get("pid") not in {q.get("pid") for q in summary["processes"]} and \
+                    any(r["type"] == "end" for r in recs):
+                child = recs
+    check(sum(r["type"] == "copy" for r in child) == 4, "daemon: the child's records are written after its parent exits")
 
 
 def write_table(rows, folder):
@@ -254,6 +351,8 @@ def run_checks(args):
     tmp = tempfile.mkdtemp(prefix="archbench-trace-corpus-")
     rows = [r for c in cases(args) for r in [check_case(args, tmp, *c)] if r]
     bad_input_opencl(args, tmp)
+    terminated(args, tmp)
+    daemon(args, tmp)
     if args.table:
         write_table(rows, args.table)
     print(f"corpus: {len(failures)} check(s) failed" if failures else "corpus: all checks passed")

@@ -341,3 +341,58 @@ TEST(TraceCommon, ExitFirstRunsOnceBeforeHandlersRegisteredAfterIt) {
             }),
             "A exit 0");
 }
+
+// The crash hook with `push` (the OpenCL tracer's): a handler the program had is chained, not
+// replaced. One that returns leaves the program running (push before it, no end); one that restores
+// the default and raises the signal again gets the end (flush) before the death.
+namespace chained {
+int g_pipe = -1;
+volatile sig_atomic_t g_handled = 0;
+void note(char c) { (void)!write(g_pipe, &c, 1); }
+void push() { note('p'); }
+void flush(int) { note('f'); }
+void returns(int) { g_handled = 1; }
+void dies(int sig) {
+  signal(sig, SIG_DFL);
+  raise(sig);  // pending: this handler blocks it
+}
+}  // namespace chained
+
+TEST(TraceCommon, CrashHookChainsToTheProgramsHandler) {
+  int fd[2];
+  ASSERT_EQ(pipe(fd), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    close(fd[0]);
+    chained::g_pipe = fd[1];
+    sigset_t usr;  // an earlier test may have left them blocked on this thread
+    sigemptyset(&usr);
+    sigaddset(&usr, SIGUSR1);
+    sigaddset(&usr, SIGUSR2);
+    pthread_sigmask(SIG_UNBLOCK, &usr, nullptr);
+    signal(SIGUSR1, chained::returns);
+    signal(SIGUSR2, chained::dies);
+    signal(SIGALRM, SIG_IGN);
+    archbench::trace::install_crash_hook(chained::flush, chained::push);
+    if (!archbench::trace::crash_hooked(SIGUSR1) || archbench::trace::crash_hooked(SIGALRM) ||
+        archbench::trace::crash_previous(SIGUSR1).sa_handler != chained::returns)
+      _exit(3);
+    raise(SIGALRM);  // ignored, as it was
+    raise(SIGUSR1);
+    if (!chained::g_handled) _exit(4);
+    chained::note('|');
+    raise(SIGUSR2);
+    _exit(5);
+  }
+  close(fd[1]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  std::string got;
+  char c;
+  while (read(fd[0], &c, 1) == 1) got += c;
+  close(fd[0]);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "exit status " << WEXITSTATUS(status);
+  EXPECT_EQ(WTERMSIG(status), SIGUSR2);
+  EXPECT_EQ(got, "p|pf");
+}

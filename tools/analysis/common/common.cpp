@@ -317,10 +317,21 @@ FILE* open_trace_file(std::string* path_out) {
   const char* dir = getenv("ARCHBENCH_TRACE_DIR");
   std::string exe = program_invocation_short_name;
   std::string path = std::string(dir && *dir ? dir : ".") + "/" + exe + "-" + std::to_string(getpid()) + ".jsonl";
-  FILE* f = fopen(path.c_str(), "w");
-  if (!f) fprintf(stderr, "archbench trace: cannot write %s: %s\n", path.c_str(), strerror(errno));
+  FILE* f = create_trace_file(&path);
   if (path_out) *path_out = path;
   return f;
+}
+
+FILE* create_trace_file(std::string* path) {
+  const std::string stem = path->substr(0, path->size() - strlen(".jsonl"));
+  for (int k = 1; k < 100; ++k) {
+    if (k > 1) *path = stem + "." + std::to_string(k) + ".jsonl";
+    int fd = open(path->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) return fdopen(fd, "w");
+    if (errno != EEXIST) break;
+  }
+  fprintf(stderr, "archbench trace: cannot write %s: %s\n", path->c_str(), strerror(errno));
+  return nullptr;
 }
 
 JsonLine process_record(uint64_t start_ns) {
@@ -335,8 +346,18 @@ JsonLine process_record(uint64_t start_ns) {
 
 bool open_records(TraceFile& out, const char* env, const char* fallback, const char* tag, const char* unobserved) {
   const char* given = getenv(env);
-  const std::string path = given && *given ? given : std::string(fallback) + "-" + std::to_string(getpid()) + ".jsonl";
-  FILE* f = fopen(path.c_str(), "w");
+  std::string path = given && *given ? given : std::string(fallback) + "-" + std::to_string(getpid()) + ".jsonl";
+  // The file named by the tool is this process's only if it makes it: a process the program starts
+  // (a spawned worker that uses the GPU: torch.multiprocessing, a launcher) inherits the variable and
+  // writes its own file beside it, <name>-<pid>.jsonl, which the tool names.
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (given && *given ? O_EXCL : O_TRUNC), 0644);
+  if (fd < 0 && errno == EEXIST) {
+    const std::size_t dot = path.size() > 6 && path.compare(path.size() - 6, 6, ".jsonl") == 0 ? path.size() - 6
+                                                                                                 : path.size();
+    path = path.substr(0, dot) + "-" + std::to_string(getpid()) + ".jsonl";
+    fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  }
+  FILE* f = fd >= 0 ? fdopen(fd, "w") : nullptr;
   if (!f) {
     fprintf(stderr, "%s: cannot write %s (%s); the program runs %s\n", tag, path.c_str(), strerror(errno), unobserved);
     return false;
@@ -960,7 +981,10 @@ void* Sampler::loop(void*) {
   };
   // The loop's buffers are kept from globals, not only from this thread's stack: a forked child
   // has no sampler thread, and LeakSanitizer counted them as leaked there (the child exited 86).
-  static auto* asleep_kept = new std::vector<Asleep>;
+  // Constant-initialised, not guarded: a fork while the parent's sampler thread held the guard of a
+  // dynamic one left it held in the child, whose own sampler thread then waited on it forever.
+  static std::vector<Asleep>* asleep_kept = nullptr;
+  if (!asleep_kept) asleep_kept = new std::vector<Asleep>;
   std::vector<Asleep>& asleep = *asleep_kept;
   asleep.reserve(64);
 #if defined(__x86_64__)
@@ -1238,9 +1262,15 @@ std::string syscall_name(int nr) {
 
 namespace {
 
-constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+// Every signal whose default action ends the process and that can be caught, but SIGPROF (the
+// sampler's): a crash, a kill, a pipe with no reader, a timer nobody handles.
+constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS, SIGTRAP, SIGTERM, SIGINT, SIGHUP,
+                                 SIGQUIT, SIGPIPE, SIGALRM, SIGVTALRM, SIGUSR1, SIGUSR2, SIGXCPU, SIGXFSZ, SIGIO,
+                                 SIGPWR, SIGSTKFLT};
 std::atomic<uint32_t> g_hooked{0};  // bit per signal number
 void (*g_flush)(int) = nullptr;
+void (*g_push)() = nullptr;
+struct sigaction g_prev[32];  // a chained signal's handler, as it was installed
 
 void on_crash(int sig) {
   int saved = errno;
@@ -1255,23 +1285,70 @@ void on_crash(int sig) {
   errno = saved;
 }
 
+// A signal the program (or its runtime) handled before the hook: what is buffered reaches the file,
+// then its handler runs as it would have. Where that handler returns leaving the signal to kill the
+// process (the default restored, and the signal pending or a fault that comes again), the end record
+// names it; one that raises it again itself (LLVM's, SA_NODEFER) ends the trace at its last record.
+void on_chained(int sig, siginfo_t* si, void* ctx) {
+  int saved = errno;
+  const struct sigaction prev = g_prev[sig];
+  if (crash_hooked(sig) && g_push) g_push();
+  if (prev.sa_flags & SA_RESETHAND) crash_unhook(sig);  // the kernel has restored the default, as untraced
+  errno = saved;
+  if (prev.sa_flags & SA_SIGINFO)
+    prev.sa_sigaction(sig, si, ctx);
+  else
+    prev.sa_handler(sig);
+  saved = errno;
+  struct sigaction now {};
+  sigset_t pending;
+  sigpending(&pending);
+  const bool fault = si && si->si_code > 0 && (sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL);
+  if (sigaction(sig, nullptr, &now) == 0 && !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL &&
+      (fault || sigismember(&pending, sig) == 1) && g_flush)
+    g_flush(sig);
+  errno = saved;
+}
+
 }  // namespace
 
-void install_crash_hook(void (*flush)(int)) {
+void install_crash_hook(void (*flush)(int), void (*push)()) {
   g_flush = flush;
+  g_push = push;
   for (int sig : kCrashSignals) {
     struct sigaction old {};
-    if (sigaction(sig, nullptr, &old) != 0 || (old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL) continue;
+    if (crash_hooked(sig) || sigaction(sig, nullptr, &old) != 0) continue;
+    const bool dfl = !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_DFL;
+    const bool ign = !(old.sa_flags & SA_SIGINFO) && old.sa_handler == SIG_IGN;
+    if (ign || (!dfl && !push)) continue;
     struct sigaction sa {};
-    sa.sa_handler = &on_crash;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
+    g_prev[sig] = old;  // the default here; a forked child may hook again a signal its parent chained
+    if (dfl) {
+      sa.sa_handler = &on_crash;
+      sa.sa_flags = SA_RESTART;
+      sigemptyset(&sa.sa_mask);
+    } else {  // chained: delivered as the program's handler would be (its mask, its flags)
+      sa = old;
+      sa.sa_sigaction = &on_chained;
+      sa.sa_flags |= SA_SIGINFO;
+    }
     g_hooked |= 1u << sig;
     if (sigaction(sig, &sa, nullptr) != 0) g_hooked &= ~(1u << sig);
   }
 }
 
-bool is_crash_hook(void (*h)(int)) { return h == &on_crash; }
+bool is_crash_hook(const struct sigaction& a) {
+  return (a.sa_flags & SA_SIGINFO) ? a.sa_sigaction == &on_chained : a.sa_handler == &on_crash;
+}
+
+struct sigaction crash_previous(int sig) {
+  struct sigaction a {};
+  if (sig > 0 && sig < 32 && (g_prev[sig].sa_flags & SA_SIGINFO ? g_prev[sig].sa_sigaction != nullptr
+                                                                  : g_prev[sig].sa_handler != SIG_DFL))
+    return g_prev[sig];
+  a.sa_handler = SIG_DFL;
+  return a;
+}
 
 bool crash_hooked(int sig) { return sig > 0 && sig < 32 && (g_hooked.load() >> sig & 1u); }
 

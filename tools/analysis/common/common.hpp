@@ -105,9 +105,14 @@ class JsonLine {
   std::string s_;
 };
 
-/// `$ARCHBENCH_TRACE_DIR/<prog>-<pid>.jsonl` (default: the current directory), opened for
-/// writing; null with the reason on stderr if it cannot be opened.
+/// `$ARCHBENCH_TRACE_DIR/<prog>-<pid>.jsonl` (default: the current directory), made by
+/// create_trace_file; null with the reason on stderr if it cannot be.
 FILE* open_trace_file(std::string* path_out);
+
+/// Makes `*path` (a name ending in .jsonl) for writing, closed on exec; where it exists (the image
+/// before an exec of this pid, or an earlier run's), `<stem>.2.jsonl`, `.3`, ... instead, so that no
+/// trace is overwritten; `*path` becomes the name made. Null with the reason on stderr.
+FILE* create_trace_file(std::string* path);
 
 /// The `process` record that starts an analysis library's file: pid, command, `start_ns` and the
 /// UTC date (ISO 8601); the library adds its own fields.
@@ -267,14 +272,20 @@ void guard_fork(std::mutex& mu, TraceFile& out, void (*child)());
 /// The name of system call `nr` on this architecture ("syscall 12" for one not in the table).
 std::string syscall_name(int nr);
 
-/// Fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT, SIGHUP, SIGQUIT)
-/// whose disposition is the default: calls `flush(sig)` when one arrives, then restores the
-/// default and raises it again, so the program dies of it as it would have. Signals the
-/// program handles or ignores are left alone. `hooked(sig)` says whether a signal is ours now;
-/// `unhook(sig)` forgets one (the program installs its own handler).
-void install_crash_hook(void (*flush)(int sig));
+/// Signals whose default action ends the process (crashes, SIGTERM, SIGINT, SIGHUP, SIGQUIT,
+/// SIGPIPE, SIGALRM, SIGUSR1/2, SIGXCPU, SIGXFSZ, SIGVTALRM, ...; SIGPROF is the sampler's):
+/// where the disposition is the default, calls `flush(sig)` when one arrives, then restores the
+/// default and raises it again, so the program dies of it as it would have. Signals the program
+/// ignores are left alone, and so are those it handles, unless `push` is given (a tracer that
+/// interposes sigaction(), so that the program still reads back its own handler: crash_previous):
+/// then the handler is chained, `push()` before it and `flush(sig)` after it where it left the
+/// signal to kill the process. `hooked(sig)` says whether a signal is ours now; `unhook(sig)`
+/// forgets one (the program installs its own handler).
+void install_crash_hook(void (*flush)(int sig), void (*push)() = nullptr);
 bool crash_hooked(int sig);
-bool is_crash_hook(void (*h)(int));
+bool is_crash_hook(const struct sigaction& a);
+/// The disposition a hooked signal had (the program's handler where it is chained, else the default).
+struct sigaction crash_previous(int sig);
 void crash_unhook(int sig);
 
 /// The process's one sampler (the signal handler needs a global).

@@ -7,7 +7,9 @@
 // (tools/analysis/FORMAT.md) go to $ARCHBENCH_TRACE_DIR/<prog>-<pid>.jsonl as they complete,
 // from the process's first OpenCL call; nothing is written for a process that never calls
 // OpenCL (a forked child starts empty). The program's signal handlers, exit and _exit are kept
-// as they are (see sigaction() below). Environment: ARCHBENCH_TRACE_DIR, ARCHBENCH_TRACE_SAMPLE_US
+// as they are (see sigaction() below); a signal that kills flushes the records first (chained to
+// the program's handler where it has one); an exec ends the file's part before it (ExecGuard) and
+// the new image, the tracer preloaded again, writes its own for the same pid. Environment: ARCHBENCH_TRACE_DIR, ARCHBENCH_TRACE_SAMPLE_US
 // (sampling interval per thread, default 1000; 0: none), ARCHBENCH_TRACE_MAX_RECORDS
 // (default 1000000; the rest are counted as dropped). When the CUDA tracer is injected into the
 // same process (CUDA_INJECTION64_PATH set), this one writes <prog>-<pid>-opencl.jsonl instead, so
@@ -26,6 +28,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -114,6 +117,12 @@ void* real_sym(const char* name) {
   }
   return p;
 }
+// The next definition of a libc function (exec, sigaction, _exit) after this library.
+template <class Fn>
+Fn next_fn(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+}
+
 // Looked up once per call site.
 #define REAL(fn) ([] { static auto p = reinterpret_cast<decltype(&fn)>(real_sym(#fn)); return p; }())
 
@@ -167,6 +176,7 @@ struct State {
   std::vector<Mapping> mappings;
   int counters[4] = {0, 0, 0, 0};  // ids for queues, buffers, programs, contexts
   uint64_t unfinished = 0;  // commands still not complete at exit (counted in records_dropped)
+  int pid = getpid();       // the process whose file this is
 };
 State& st() { static State* s = new State; return *s; }  // never destroyed: used from atexit
 
@@ -241,6 +251,7 @@ void write_output();
 void start_sampling();
 void open_output();
 void crash_flush(int sig);
+void crash_push();
 
 // Called at the top of every interposed function: first-call setup and per-thread sampling.
 void enter() {
@@ -255,7 +266,7 @@ void enter() {
   open_output();
   if (!s.exit_registered) atexit(write_output);  // registered after the ICD's constructors: runs before their destructors
   s.exit_registered = true;
-  install_crash_hook(crash_flush);  // a program that crashes keeps what was recorded
+  install_crash_hook(crash_flush, crash_push);  // a program killed by a signal keeps what was recorded
 }
 
 void mark_used(cl_context ctx, const cl_device_id* devs, cl_uint n) {
@@ -466,8 +477,7 @@ void open_output() {
     const char* dir = getenv("ARCHBENCH_TRACE_DIR");
     file = std::string(dir && *dir ? dir : ".") + "/" + program_invocation_short_name + "-" +
            std::to_string(getpid()) + "-opencl.jsonl";
-    f = fopen(file.c_str(), "w");
-    if (!f) fprintf(stderr, "archbench trace: cannot write %s: %s\n", file.c_str(), strerror(errno));
+    f = create_trace_file(&file);
   }
   // A sample taken inside a traced call keeps, of this library's frames, only the outermost one
   // of each run: the interposed entry point (clBuildProgram, say), not its helpers.
@@ -520,9 +530,37 @@ void tick() {
 void crash_flush(int sig) {
   State& s = st();
   if (!s.mu.try_lock()) return;
-  if (s.active) s.out.end_at_signal(sig, s.dropped);
+  if (s.active) s.out.end_at_signal(sig, s.dropped + s.pending.size());  // commands not timed: dropped
   s.mu.unlock();
 }
+
+// A signal the program handles: what is written reaches the file before its handler runs (which
+// may end the process). Async-signal-safe as crash_flush is.
+void crash_push() {
+  State& s = st();
+  if (!s.mu.try_lock()) return;
+  if (s.active) s.out.push();
+  s.mu.unlock();
+}
+
+// Before an exec: the commands complete so far, the samples and an end record (naming the program
+// exec'd) reach the file, which the exec closes (O_CLOEXEC); the new image, whose tracer loads
+// again, writes its own file for the same pid. Held locked across the exec, so that no other
+// thread writes what the exec would lose. Nothing in a vfork child (another pid, the parent's memory).
+struct ExecGuard {
+  std::unique_lock<std::mutex> lock;
+  explicit ExecGuard(const char* file) {
+    State& s = st();
+    if (!s.active.load() || getpid() != s.pid) return;
+    lock = std::unique_lock<std::mutex>(s.mu);
+    if (!s.active || !s.out.is_open()) return;
+    sweep(false);
+    JsonLine end("end");
+    s.out.put(end.unum("end_ns", now_ns()).str("exec", file ? file : "?").unum("samples_dropped", sampler().dropped())
+        .unum("records_dropped", s.dropped + s.pending.size()).str("sampler", g_interval_us ? sampler().method() : "off"));
+    s.out.flush();
+  }
+};
 
 void write_output() {
   State& s = st();
@@ -548,6 +586,7 @@ void after_fork_child() {
   s.pending.clear();
   s.dropped = 0;
   s.start_ns = now_ns();
+  s.pid = getpid();
   g_sampling = false;
 }
 
@@ -914,7 +953,7 @@ CL_API_ENTRY cl_int CL_API_CALL clReleaseCommandQueue(cl_command_queue q) {
 // The program sets a signal's disposition: a SIGPROF handler of its own makes the sampler step
 // aside (its running samples stop; the program gets every SIGPROF); a handler for a signal the
 // crash hook holds replaces the hook. A program asking for the disposition of a hooked signal
-// sees the default it would see untraced.
+// sees what it would see untraced: the default, or the handler the hook chains to.
 int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   static auto real = reinterpret_cast<int (*)(int, const struct sigaction*, struct sigaction*)>(dlsym(RTLD_NEXT, "sigaction"));
   bool hooked = crash_hooked(sig);
@@ -923,13 +962,10 @@ int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
     if (sig == SIGPROF && !(info && Sampler::is_own_handler(act->sa_sigaction)) && act->sa_handler != SIG_DFL &&
         act->sa_handler != SIG_IGN)
       sampler().step_aside("the program installs its own SIGPROF handler");
-    if (hooked && !(!info && is_crash_hook(act->sa_handler))) crash_unhook(sig);
+    if (hooked && !is_crash_hook(*act)) crash_unhook(sig);
   }
   int r = real(sig, act, old);
-  if (r == 0 && old && hooked) {
-    *old = {};
-    old->sa_handler = SIG_DFL;
-  }
+  if (r == 0 && old && hooked) *old = crash_previous(sig);
   return r;
 }
 
@@ -941,6 +977,76 @@ sighandler_t signal(int sig, sighandler_t handler) {
   sa.sa_flags = SA_RESTART;  // glibc's signal(): BSD semantics
   if (sigaction(sig, &sa, &old) != 0) return SIG_ERR;
   return old.sa_handler;
+}
+
+// The exec family (glibc's execv, execvp and execl call its internal execve, past this library):
+// each ends the trace's pre-exec part (ExecGuard), then does what it would have.
+int execve(const char* file, char* const argv[], char* const envp[]) {
+  static auto real = next_fn<int (*)(const char*, char* const[], char* const[])>("execve");
+  ExecGuard g(file);
+  return real(file, argv, envp);
+}
+
+int execv(const char* file, char* const argv[]) {
+  static auto real = next_fn<int (*)(const char*, char* const[])>("execv");
+  ExecGuard g(file);
+  return real(file, argv);
+}
+
+int execvp(const char* file, char* const argv[]) {
+  static auto real = next_fn<int (*)(const char*, char* const[])>("execvp");
+  ExecGuard g(file);
+  return real(file, argv);
+}
+
+int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  static auto real = next_fn<int (*)(const char*, char* const[], char* const[])>("execvpe");
+  ExecGuard g(file);
+  return real(file, argv, envp);
+}
+
+int fexecve(int fd, char* const argv[], char* const envp[]) {
+  static auto real = next_fn<int (*)(int, char* const[], char* const[])>("fexecve");
+  ExecGuard g("(fexecve)");
+  return real(fd, argv, envp);
+}
+
+int execveat(int dirfd, const char* file, char* const argv[], char* const envp[], int flags) {
+  static auto real = next_fn<int (*)(int, const char*, char* const[], char* const[], int)>("execveat");
+  ExecGuard g(file);
+  return real(dirfd, file, argv, envp, flags);
+}
+
+// execl, execlp, execle: their arguments as an array, then the array's call (as glibc does).
+static std::vector<char*> arg_list(const char* arg0, va_list ap) {
+  std::vector<char*> argv{const_cast<char*>(arg0)};
+  while (argv.back()) argv.push_back(va_arg(ap, char*));
+  return argv;
+}
+
+int execl(const char* file, const char* arg0, ...) {
+  va_list ap;
+  va_start(ap, arg0);
+  std::vector<char*> argv = arg_list(arg0, ap);
+  va_end(ap);
+  return execv(file, argv.data());
+}
+
+int execlp(const char* file, const char* arg0, ...) {
+  va_list ap;
+  va_start(ap, arg0);
+  std::vector<char*> argv = arg_list(arg0, ap);
+  va_end(ap);
+  return execvp(file, argv.data());
+}
+
+int execle(const char* file, const char* arg0, ...) {
+  va_list ap;
+  va_start(ap, arg0);
+  std::vector<char*> argv = arg_list(arg0, ap);
+  char* const* envp = va_arg(ap, char* const*);
+  va_end(ap);
+  return execve(file, argv.data(), envp);
 }
 
 // _exit skips atexit: the trace is finished here instead (a forked child that never called

@@ -89,7 +89,7 @@ def timed(cmd, env, timeout=None, tool="", what="run", like_shell=False):
         raise CannotRun(cmd, e) from None
     old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGQUIT)} if like_shell else {}
     try:
-        rc = p.wait(timeout=timeout)
+        rc = forwarding(p) if like_shell and not timeout else p.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         print(f"{tool}: the {what} ran past {timeout:g} s: stopped (its records so far are kept)", file=sys.stderr)
         for sig in (15, 9):
@@ -114,6 +114,29 @@ def timed(cmd, env, timeout=None, tool="", what="run", like_shell=False):
     return Timed(rc, (end - start) * 1e-9, start, end)
 
 
+FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def forwarding(p):
+    """Waits for p; SIGTERM, SIGINT or SIGHUP sent to this process meanwhile (a job scheduler's
+    time limit, kill) is sent on to the program, which decides, and the wait goes on: the caller
+    then reports what was recorded and exits as the program did. The terminal's own (Ctrl-C, a
+    hang-up: from the kernel) already reached the program, in this process group: not sent twice."""
+    watched = set(FORWARDED) | {signal.SIGCHLD}
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, watched)
+    try:
+        while p.poll() is None:  # SIGCHLD is queued while blocked: an exit before the wait is seen too
+            info = signal.sigtimedwait(watched, 1.0)
+            if info and info.si_signo != signal.SIGCHLD and info.si_code != 0x80:  # 0x80: SI_KERNEL
+                try:
+                    os.kill(p.pid, info.si_signo)
+                except OSError:
+                    pass
+        return p.returncode
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
 def driver_version(pci_bus_id):
     """The NVIDIA driver's version for the GPU at `pci_bus_id`, as nvidia-smi says ("" without it)."""
     try:
@@ -122,3 +145,23 @@ def driver_version(pci_bus_id):
         return p.stdout.strip() if p.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError):
         return ""
+
+
+def fresh(raw):
+    """Before a run: no file at the raw path, which the library makes its own (an existing one would
+    make the library write beside it, as a second process of the program does)."""
+    if os.path.lexists(raw):
+        os.remove(raw)
+
+
+def other_processes(raw, tool, context):
+    """After a run: the files that processes the program started wrote beside its raw file (each GPU
+    process writes its own, <raw>-<pid>.jsonl): said on stderr and listed in context; this report
+    is the first process's, each of theirs is read with --report FILE."""
+    stem = raw[:-len(".jsonl")] if raw.endswith(".jsonl") else raw
+    others = sorted(glob.glob(glob.escape(stem) + "-[0-9]*.jsonl"))
+    if others:
+        context["other_processes"] = others
+        print(f"{tool}: {len(others)} other process{'es' if len(others) > 1 else ''} of the program used the GPU "
+              f"under the library: left out of this report, each readable with --report: {', '.join(others)}",
+              file=sys.stderr)

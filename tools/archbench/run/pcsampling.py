@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 from ..cli import InputError
-from .inject import check_program, cupti_env, find_lib, timed
+from .inject import check_program, cupti_env, find_lib, fresh, other_processes, timed
 
 TOOL = "archbench_pcsample"
 SASS_STRATEGIES = ("each", "deferred", "deferred-module", "once", "function", "reconfig", "target")
@@ -78,7 +78,9 @@ def sampled_run(a, cmd, context):
                 "ARCHBENCH_PCSAMPLE_PC_ENABLE": a.pc_enable,
                 "ARCHBENCH_PCSAMPLE_WORKER_SLEEP_MS": str(a.worker_sleep_ms)})
     print(f"{TOOL}: sampled run (drain {a.drain}, watchdog {a.watchdog:g} s)", file=sys.stderr)
+    fresh(raw)
     rc, context["sampled_s"] = timed(cmd, env, a.timeout or None, TOOL, "sampled run")[:2]
+    other_processes(raw, TOOL, context)
     if context.get("native_s") and rc != 124:
         context["overhead"] = context["sampled_s"] / context["native_s"]
     if rc != 0:

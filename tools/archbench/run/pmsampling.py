@@ -10,7 +10,7 @@ import sys
 import tempfile
 import time
 
-from .inject import check_program, cupti_env, find_lib, timed
+from .inject import check_program, cupti_env, find_lib, fresh, other_processes, timed
 
 SAMPLER_READY_S = 60  # at most this long for archbench_pmsampler to start (an uncached chip searches its counters)
 
@@ -32,6 +32,7 @@ class Sampler:
 
     def __init__(self, command, env, raw, tool):
         self.path, self.log, self.tool = raw + ".sampler", raw + ".sampler.log", tool
+        fresh(self.path)
         self.t0 = time.monotonic_ns()
         with open(self.log, "w") as log:
             self.proc = subprocess.Popen(command, env=dict(env, ARCHBENCH_PM_OUT=self.path), stdin=subprocess.PIPE,
@@ -134,13 +135,13 @@ def sample_run(a, cmd, context, tool):
             context["sampler_ready_s"] = sampler.ready_s
             start = "outside"
     env["ARCHBENCH_PM_START"] = start
-    if os.path.exists(raw):
-        os.remove(raw)  # an earlier run's: the program's library writes it anew, the sampler's are appended
+    fresh(raw)  # an earlier run's: the program's library writes it anew, the sampler's are appended
     try:
         rc, context["sampled_s"], context["spawn_ns"], context["exit_ns"] = timed(cmd, env)
     finally:
         if sampler:
             context["sampler_stop_s"] = sampler.stop(raw)
+    other_processes(raw, tool, context)
     if sampler:
         with open(raw, "a", encoding="utf-8") as f:
             f.write(json.dumps({"type": "exit", "status": rc, "start_ns": context["spawn_ns"],

@@ -5,7 +5,7 @@ import os
 import sys
 import tempfile
 
-from .inject import check_program, cupti_env, find_lib, timed
+from .inject import check_program, cupti_env, find_lib, fresh, other_processes, timed
 
 
 def profile(a, cmd, context, tool, metric_set=""):
@@ -28,7 +28,9 @@ def profile(a, cmd, context, tool, metric_set=""):
                 "ARCHBENCH_TOPDOWN_SAMPLE": str(a.sample), "ARCHBENCH_TOPDOWN_METRICS": metric_set,
                 "ARCHBENCH_TOPDOWN_BUDGET": str(a.budget),
                 "ARCHBENCH_TOPDOWN_PREPARE": "1" if a.prepare == "ahead" else "0"})
+    fresh(raw)
     rc, profiled_s = timed(cmd, env)[:2]
+    other_processes(raw, tool, context)
     context["profiled_s"] = profiled_s
     if "native_s" in context and context["native_s"] > 0:
         context["overhead"] = profiled_s / context["native_s"]
