@@ -14,7 +14,9 @@ import argparse
 import os
 import re
 import signal
+import stat
 import sys
+import tempfile
 import traceback
 import unicodedata
 
@@ -32,10 +34,15 @@ def _escaped(ch):
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
+UNSAFE = ("Cc", "Cf", "Cs", "Zl", "Zp")  # control, format, lone surrogate, line/paragraph separators
+
+
 def term(text, keep=""):
-    """Text for a terminal: every control or format character (ESC, CR, newline, bidi overrides)
-    shown as a visible escape (\\x1b), except those in keep."""
-    return "".join(_escaped(c) if c not in keep and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c
+    """Untrusted text made safe for any output (a terminal, a chart label, UTF-8 text): every
+    control or format character (ESC, CR, newline, bidi overrides) and every lone surrogate (not
+    encodable) shown as a visible escape (\\x1b, \\ud800), except those in keep. md() and html()
+    build on it; charts pass every label through it."""
+    return "".join(_escaped(c) if c not in keep and unicodedata.category(c) in UNSAFE else c
                    for c in str(text))
 
 
@@ -52,6 +59,12 @@ def html(text):
     """Text for HTML, SVG and XML (element text or a quoted attribute)."""
     return term(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") \
         .replace('"', "&quot;").replace("'", "&#39;")
+
+
+def label(text):
+    """Text for a matplotlib label: term(), and "$" escaped (no mathtext: a name is never a formula,
+    and a malformed one would fail the chart)."""
+    return term(text).replace("$", r"\$")
 
 
 def si(value, unit=""):
@@ -89,13 +102,46 @@ def read_lines(path):
         raise InputError(f"{path}: not a text (UTF-8) file: {e.reason} at byte {e.start}") from None
 
 
-def write_file(path, text):
-    """Write text to path, or raise InputError saying why it could not be written."""
+def write_file(path, data):
+    """The one writer of every output (text or bytes): written to a temporary file beside the
+    target (through a symlink, beside its target) and renamed over it only when complete, so a run
+    that fails late (bad input found late, a full disk) leaves the previous file intact. A device
+    or FIFO (/dev/null, /dev/stdout) is written in place. Raises InputError saying why it could not
+    be written."""
+    target = os.path.realpath(path)
+    # a lone surrogate the renderers left (term() escapes them) must not lose the output
+    raw = data if isinstance(data, bytes) else data.encode("utf-8", "backslashreplace")
     try:
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+        try:
+            old = os.stat(target)
+        except FileNotFoundError:
+            old = None
+        if old is not None and not stat.S_ISREG(old.st_mode):
+            with open(target, "wb") as f:
+                f.write(raw)
+            return
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)[:100]}.", suffix=".tmp",  # a name fits
+                                   dir=os.path.dirname(target))
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(raw)
+                f.flush()
+                os.fsync(f.fileno())
+            # the mode the file had, else what open() would give (mkstemp makes it 0600)
+            os.chmod(tmp, stat.S_IMODE(old.st_mode) if old else 0o666 & ~current_umask())
+            os.replace(tmp, target)
+        except BaseException:
+            os.unlink(tmp)
+            raise
     except OSError as e:
         raise InputError(f"{path}: cannot write: {e.strerror or e}") from None
+
+
+def current_umask():
+    """The process's umask (reading it means setting it)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def arg_type(parse):

@@ -24,7 +24,7 @@ RUNS_FOR_NOISE = 3  # repeated runs from which the run-to-run spread is a noise 
 
 
 DEFAULTS = {"alpha": 0.05, "min_effect": 0.05, "noise_factor": 3.0, "huge_factor": 3.0, "huge_min": 0.5,
-            "filter": None}  # the settings of compare() (the command's options)
+            "filter": None, "across_devices": False}  # the settings of compare() (the command's options)
 
 
 def settings(**given):
@@ -68,6 +68,8 @@ def compare_metric(metric, base, new, args, noise_bench=None):
     else:
         verdict = "undecided"
         why = "not significant" if powered else "not enough repetitions to tell"
+    if args.across_devices and verdict in ("regression", "improvement"):  # a device's change is no regression
+        verdict, why = "undecided", f"devices differ ({'slower' if verdict == 'regression' else 'faster'})"
     return {"metric": metric, "base": mb, "new": mn, "change": change, "p": p, "verdict": verdict, "why": why,
             "band": band, "n": (len(xs), len(ys))}
 
@@ -139,6 +141,12 @@ def compared(report):
 def max_effect(rows, verdict):
     """The largest absolute change among a benchmark's metrics with the given verdict."""
     return -max((abs(r["change"]) for r in rows if r["verdict"] == verdict), default=0.0)
+
+
+def devices_differ(base_ctx, new_ctx):
+    """(BASE's devices, NEW's devices) as text where the sides are not of the same device models, else None."""
+    b, n = (sorted({str(d) for d in ctx.get("device", [])}) for ctx in (base_ctx, new_ctx))
+    return None if b == n else (", ".join(b) or "(none)", ", ".join(n) or "(none)")
 
 
 def context_diff(base_ctx, new_ctx):

@@ -92,10 +92,11 @@ def collect(folder, device):
         if len(devices) != 1:
             raise ar.InputError(f"{folder}: results for {len(devices)} devices; pick one with --device "
                                 f"({', '.join(sorted(devices))})")
-        device = devices.pop()
+        device = next(iter(devices))
+    device = model_of(folder, device, devices)
     groups = {}
     for context, entries in runs:
-        if device.lower() not in str(context.get("device", "")).lower():
+        if str(context.get("device", "")) != device:
             continue
         key = (str(context.get("driver_version", "?")), str(context.get("runtime_version", "?")),
                str(context.get("archbench_version", "?")))
@@ -105,11 +106,23 @@ def collect(folder, device):
             g["date"], g["label"] = when, str(context.get("date", ""))[:10]
         g["runs"] += 1
         ar.add_entries(g["benches"], entries)
-    if not groups:
-        raise ar.InputError(f"{folder}: no results for a device matching {device!r} "
-                            f"(devices: {', '.join(sorted(devices)) or 'none'})")
     ordered = sorted(groups.items(), key=lambda kv: (kv[1]["date"], kv[0]))
     return device, [(*key, g["label"], g["runs"], headlines(g["benches"])) for key, g in ordered]
+
+
+def model_of(folder, given, devices):
+    """The one device model a --device names: the model itself (case aside), else the only one that
+    contains it; InputError listing the models where several contain it (two models never mix:
+    "H100" names both "H100 80GB HBM3" and "H100 PCIe")."""
+    exact = [d for d in devices if d.lower() == given.lower()]
+    found = exact or sorted(d for d in devices if given.lower() in d.lower())
+    if len(found) > 1:
+        raise ar.InputError(f"{folder}: {len(found)} device models match {given!r}: "
+                            f"{'; '.join(found)}; give one of them as --device")
+    if not found:
+        raise ar.InputError(f"{folder}: no results for a device matching {given!r} "
+                            f"(devices: {', '.join(sorted(devices)) or 'none'})")
+    return found[0]
 
 
 def chart_columns(groups):

@@ -3,6 +3,7 @@
 ridge points, the flops family's roof check, and measured launches placed by their traffic. The
 method is the roofline command's (commands/roofline.py)."""
 
+import bisect
 import re
 import statistics
 
@@ -77,33 +78,65 @@ def ceiling(value, unit, sources, method, **extra):
     return {"value": value, "unit": unit, "benchmarks": sources, "method": method, **extra}
 
 
+LOOK_AHEAD = 3  # points a run may take in a row that fit only together (see find_plateaus)
+
+
 def find_plateaus(values, tolerance):
     """Plateaus of a curve as (start, end) index pairs (end exclusive), in order.
 
     A plateau is a run of at least 2 consecutive points all within tolerance (relative) of the run's
-    median. The longest run is taken first (the leftmost among equals), then the same is done in
-    what is left on either side, so a transition point between two levels is not a level."""
-    def fits(lo, hi):
-        m = statistics.median(values[lo:hi])
-        return m > 0 and all(abs(v - m) <= tolerance * m for v in values[lo:hi])
+    median. The longest run is taken first (the leftmost among equals, with every other run of that
+    length that overlaps none taken), then the same is done in what is left between them, so a
+    transition point between two levels is not a level.
 
-    def search(lo, hi):
-        best = None
-        for i in range(lo, hi - 1):
-            j = i + 2
-            if not fits(i, j):
+    One sweep per range, O(n log n): the runs of the starts are found with two pointers (a start's
+    run is extended while it fits again within LOOK_AHEAD more points, as a short run's median moves
+    with noise; a start whose run would end before the current end lies in a longer run and cannot
+    be the longest), the window kept sorted so that its median, minimum and maximum are at hand.
+    Taking all the longest runs of a range at once keeps the ranges few: n points of equal runs are
+    one sweep, not n/2 nested ones."""
+    def fits(window):
+        n = len(window)
+        m = (window[(n - 1) // 2] + window[n // 2]) / 2
+        return m > 0 and window[-1] - m <= tolerance * m and m - window[0] <= tolerance * m
+
+    def longest(lo, hi):
+        """The runs of the largest length in [lo, hi) that overlap none to their left."""
+        best, window, end = [], [], lo  # window: values[start:end], sorted
+        for start in range(lo, hi - 1):
+            if start > lo:
+                del window[bisect.bisect_left(window, values[start - 1])]
+            while end < start + 2:
+                bisect.insort(window, values[end])
+                end += 1
+            if not fits(window):
                 continue
-            end = j
-            for k in range(j + 1, hi + 1):
-                if fits(i, k):
-                    end = k
-            if best is None or end - i > best[1] - best[0]:
-                best = (i, end)
-        if best is None:
-            return []
-        return search(lo, best[0]) + [best] + search(best[1], hi)
+            while end < hi:
+                added = []
+                for v in values[end:min(hi, end + 1 + LOOK_AHEAD)]:
+                    bisect.insort(window, v)
+                    added.append(v)
+                    if fits(window):
+                        break
+                else:
+                    for v in added:
+                        del window[bisect.bisect_left(window, v)]
+                    break
+                end += len(added)
+            if not best or end - start > best[0][1] - best[0][0]:
+                best = [(start, end)]
+            elif end - start == best[0][1] - best[0][0] and start >= best[-1][1]:
+                best.append((start, end))
+        return best
 
-    return search(0, len(values))
+    plateaus, ranges = [], [(0, len(values))]
+    while ranges:
+        lo, hi = ranges.pop()
+        runs = longest(lo, hi)
+        if runs:
+            plateaus += runs
+            ranges += zip([lo] + [e for _, e in runs], [s for s, _ in runs] + [hi])
+    return sorted(plateaus)
 
 
 def cache_curves(benches):

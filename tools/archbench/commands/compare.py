@@ -26,7 +26,7 @@ import re
 import sys
 
 from .. import cli
-from ..analysis.compare import DEFAULTS, compare, compared, context_diff
+from ..analysis.compare import DEFAULTS, compare, compared, context_diff, devices_differ
 from ..cli import EXIT_OK, EXIT_REGRESSION, InputError
 from ..records.results import load_side, noise_record
 from ..render.compare import render
@@ -45,6 +45,8 @@ def parse_args(argv):
     p.add_argument("--format", choices=("console", "markdown"), default="console", metavar="F",
                    help="stdout: console (default) or markdown")
     p.add_argument("--filter", metavar="REGEX", help="only benchmarks whose name matches REGEX (re.search)")
+    p.add_argument("--across-devices", action="store_true",
+                   help="compare files of different devices: the changes are shown, no regression counted")
     p.add_argument("--debug", action="store_true", help="show the traceback of a failure")
     noise = p.add_argument_group("noise options")
     noise.add_argument("--noise", metavar="RUNS", help="repeated runs of one build (default: compare-noise/ "
@@ -72,27 +74,31 @@ def run(argv):
             raise InputError(f"--filter: bad regular expression: {e}") from None
     base_ctx, base = load_side(args.base)
     new_ctx, new = load_side(args.new)
+    devices = devices_differ(base_ctx, new_ctx)
+    if devices and not args.across_devices:
+        raise InputError(f"the devices differ: BASE {args.base} is of {devices[0]}, NEW {args.new} of {devices[1]}; "
+                         f"compare runs of one device (--across-devices shows the changes, no regression counted)")
     if args.noise is None:
         args.noise = noise_record(args.base)
     noise = load_side(args.noise)[1] if args.noise else None
     report = compare(base, new, args, noise)
+    if devices:
+        report["devices"] = devices
     report["noise"] = (f"noise: the run-to-run spread of the runs in {args.noise} and of the repetitions"
                        if args.noise else "noise: the spread of the repetitions (and of BASE's runs, where it "
                        "holds several); no compare-noise/ runs beside BASE")
     diff = context_diff(base_ctx, new_ctx)
     sys.stdout.write(render(report, diff, args, args.format == "markdown"))
-    if args.markdown:
-        cli.write_file(args.markdown, render(report, diff, args, True))
     if not compared(report):
         raise InputError(f"nothing was compared between {args.base} and {args.new}: "
                          f"{len(set(base) & set(new))} benchmark(s) in common, none with valid times of "
                          f"the same definition")
-    if report["regression"]:
-        return EXIT_REGRESSION
-    if report["invalid"]:
+    if report["invalid"] and not report["regression"]:
         raise InputError(f"{len(report['invalid'])} benchmark(s) without a valid time, e.g. "
                          f"{report['invalid'][0][0]}: {report['invalid'][0][1]}")
-    return EXIT_OK
+    if args.markdown:  # only a run that is not refused replaces the file (exit 2 leaves it)
+        cli.write_file(args.markdown, render(report, diff, args, True))
+    return EXIT_REGRESSION if report["regression"] else EXIT_OK
 
 
 def main(argv=None):

@@ -1,10 +1,11 @@
 """Headline archbench figures of one device across driver/runtime versions.
 
-Usage: archbench_history.py [--device SUBSTRING] [--results DIR] [--format console|markdown]
+Usage: archbench_history.py [--device MODEL] [--results DIR] [--format console|markdown]
                             [--plot FILE.svg]
 
-Reads every results JSON under DIR (default results/), keeps the runs whose context "device"
-contains SUBSTRING (case-insensitive), groups them by (driver_version, runtime_version,
+Reads every results JSON under DIR (default results/), keeps the runs of one device model (the
+context's "device": MODEL exactly, case aside, or the only model whose name contains MODEL; two
+models never mix), groups them by (driver_version, runtime_version,
 archbench_version: a change of the benchmarks themselves is a confound like a driver's) and
 prints one row per group, sorted by run date: best compute rate per type (median over the
 repetitions, max over benchmarks; flop_per_s, or op_per_s for int), best byte_per_s of
@@ -25,8 +26,9 @@ from ..render.history import draw_chart, render, svg_chart
 def parse_args(argv):
     """The command line."""
     p = argparse.ArgumentParser(description="Headline archbench figures of one device per driver/runtime version.")
-    p.add_argument("--device", metavar="SUBSTRING",
-                   help="part of the context's device name (needed when the results hold several devices)")
+    p.add_argument("--device", metavar="MODEL",
+                   help="the context's device model, or a part of its name that one model alone has "
+                        "(needed when the results hold several devices)")
     p.add_argument("--results", metavar="DIR", default="results", help="folder of results JSON (default results/)")
     p.add_argument("--format", choices=("console", "markdown"), default="console", help="table format")
     p.add_argument("--plot", metavar="FILE.svg|FILE.png",

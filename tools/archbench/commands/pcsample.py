@@ -133,9 +133,7 @@ def run(argv):
     annotate(kernels, sass_code(recs) if a.html else {}, Sources(a.source_dir))
     print(text_report(relabel(kernels, "kernel", a.full_names), context, a.top, a.lines))
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"context": context, "kernels": kernels}, f, indent=1)
+        cli.write_file(a.json, json.dumps({"context": context, "kernels": kernels}, indent=1))
     if a.html:
-        with open(a.html, "w", encoding="utf-8") as f:
-            f.write(html_report(kernels, context, a.top))
+        cli.write_file(a.html, html_report(kernels, context, a.top))
     return rc

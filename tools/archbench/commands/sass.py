@@ -29,8 +29,7 @@ def run(argv):
         ops = ", ".join(f"{k} {v}" for k, v in r["opcodes"].items())
         print(f"{r['function']} [{r['options']}] loop {r['loop'][0]}-{r['loop'][1]}: {r['instructions']} instructions: {ops}")
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(rows, f, indent=1)
+        cli.write_file(args.json, json.dumps(rows, indent=1))
     return cli.EXIT_OK
 
 

@@ -1,5 +1,5 @@
 """TopDown level 1 over a CUDA program's run, one pass, no replay: CUPTI's PM
-sampling reads the GPU's counters every interval (tools/README.md)."""
+sampling reads the GPU's counters every interval (tools/analysis/README.md)."""
 
 import json
 import os
@@ -84,8 +84,7 @@ def run(argv, tool=TOOL, prog=None):
     if not recs["end"] and recs["config"]:
         print("the run ended without an end record (it crashed or was killed): shown is what was recorded until then")
     if a.json:
-        with open(a.json, "w", encoding="utf-8") as f:
-            json.dump(json_doc(res), f, indent=1)
+        cli.write_file(a.json, json.dumps(json_doc(res), indent=1))
     if a.output:
         why = write_chart(a.output, shown, a.title)
         if why:

@@ -2,6 +2,7 @@
 time, and launch by launch; CUPTI replays profiled launches (tools/analysis/README.md)."""
 
 import csv
+import io
 import json
 import sys
 
@@ -83,16 +84,16 @@ def run(argv):
         print(f"\nwall time: native {context['native_s']:.3f} s, profiled {context['profiled_s']:.3f} s, "
               f"overhead {context['overhead']:.1f}x")
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump({"context": context, "kernels": kernels, "total": total, "invocations": invocations},
-                      f, indent=1)
+        cli.write_file(a.json, json.dumps({"context": context, "kernels": kernels, "total": total,
+                                           "invocations": invocations}, indent=1))
     if a.csv:
-        with open(a.csv, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["kernel", "launch", "launches", "gpu_time_s", "time_share"] + cols)
-            for r in kernels + [total]:
-                w.writerow([r["kernel"], "", r["launches"], r["gpu_time_s"], r["time_share"]] + [r.get(c) for c in cols])
-            if a.by_invocation:
-                for r in invocations:
-                    w.writerow([r["kernel"], r["invocation"], 1, r["gpu_time_s"], ""] + [r.get(c) for c in cols])
+        buf = io.StringIO(newline="")
+        w = csv.writer(buf)
+        w.writerow(["kernel", "launch", "launches", "gpu_time_s", "time_share"] + cols)
+        for r in kernels + [total]:
+            w.writerow([r["kernel"], "", r["launches"], r["gpu_time_s"], r["time_share"]] + [r.get(c) for c in cols])
+        if a.by_invocation:
+            for r in invocations:
+                w.writerow([r["kernel"], r["invocation"], 1, r["gpu_time_s"], ""] + [r.get(c) for c in cols])
+        cli.write_file(a.csv, buf.getvalue())
     return rc

@@ -86,6 +86,7 @@ def cmd_run(args):
     except CannotRun as e:  # not a format the kernel runs, say: the shell's 126 (127: gone)
         say(f"{prog}: cannot run: {e.error.strerror or e.error}")
         return e.status
+    raw = [f for f in raw if os.path.getsize(f)]  # opened, then killed before a record reached it (SIGKILL)
     how = f"was killed by {signal_name(-rc)} (signal {-rc})" if rc < 0 else f"exited {rc}"
     if rc < 0 and -rc in (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT):
         how = f"crashed ({signal_name(-rc)}, signal {-rc}; the shell shows exit status {128 - rc})"

@@ -16,8 +16,10 @@ import math
 import os
 import re
 import statistics
+import zlib
 from dataclasses import dataclass, field
 
+from .. import cli
 from ..cli import InputError
 
 SCHEMA_VERSION = 2
@@ -78,14 +80,18 @@ def number(value):
     """The value as a float, or None when it is not a finite number."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value) if math.isfinite(value) else None
+    try:
+        value = float(value)
+    except OverflowError:  # an integer beyond any float (JSON has no bound)
+        return None
+    return value if math.isfinite(value) else None
 
 
 def to_float(value):
     """A context value (often a string) as a float, or None."""
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
@@ -110,13 +116,38 @@ def read_json(path):
         with open(path, "rb") as f:
             gz = f.read(2) == b"\x1f\x8b"
         with (gzip.open(path, "rt", encoding="utf-8") if gz else open(path, encoding="utf-8")) as f:
-            return json.load(f)
-    except (OSError, EOFError) as e:
+            text = f.read()
+        doc = json.loads(text)
+    except (OSError, EOFError, zlib.error) as e:
         raise InputError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     except UnicodeDecodeError:
         raise InputError(f"{path}: not a text (UTF-8) file") from None
     except json.JSONDecodeError as e:
         raise InputError(f"{path}: malformed JSON: {e.msg} at line {e.lineno} column {e.colno}") from None
+    if SURROGATE_ESCAPE.search(text) and lone_surrogate(doc):  # JSON's \\ud800 is no character
+        raise InputError(f"{path}: not valid Unicode text: a string holds a lone surrogate "
+                         f"({cli.term(lone_surrogate(doc))[:60]})")
+    return doc
+
+
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def lone_surrogate(doc):
+    """The first string (or key) of a parsed document that holds a lone surrogate, or None."""
+    stack = [doc]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack += list(item.keys()) + list(item.values())
+        elif isinstance(item, list):
+            stack += item
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return item
+    return None
 
 
 def not_results(data):
@@ -191,8 +222,9 @@ def check_entry(path, i, entry):
         elif key == "error_occurred":
             want, ok = "true or false", isinstance(value, bool)
         elif key == "axes":
-            want = "an object of strings and numbers"
-            ok = isinstance(value, dict) and all(isinstance(v, (str, int, float)) for v in value.values())
+            want = "an object of strings and numbers (family and backend strings)"
+            ok = isinstance(value, dict) and all(isinstance(v, (str, int, float)) for v in value.values()) \
+                and all(isinstance(value.get(k, ""), str) for k in ("family", "backend"))
         elif key == "cost":
             want = "an object of numbers"
             ok = isinstance(value, dict) and all(isinstance(v, (int, float)) and not isinstance(v, bool)
@@ -204,8 +236,8 @@ def check_entry(path, i, entry):
     if "name_format" in entry and isinstance(entry.get("axes"), dict):
         try:
             name_of(entry)
-        except (KeyError, IndexError, ValueError, AttributeError) as e:
-            raise InputError(f"{where}: name_format does not fit its axes ({type(e).__name__}: {e})") from None
+        except ValueError as e:
+            raise InputError(f"{where}: name_format {json.dumps(entry['name_format'])[:60]}: {e}") from None
 
 
 def load(path):
@@ -241,9 +273,25 @@ def is_derived(path):
 
 # ---------------------------------------------------------------- schema
 
+FIELD = re.compile(r"\{\{|\}\}|\{([^{}]*)\}|[{}]")
+
+
 def name_of(entry):
-    """The benchmark's name rebuilt from its axes (schema 2)."""
-    return entry["name_format"].format(**entry["axes"])
+    """The benchmark's name rebuilt from its axes (schema 2). name_format is untrusted text, so
+    not str.format (whose fields reach attributes, items and widths of any size): only plain
+    {axis} fields of one of the entry's axes, and {{ }} for braces; ValueError for anything else."""
+    axes = entry["axes"]
+
+    def fill(m):
+        if m.group(0) in ("{{", "}}"):
+            return m.group(0)[0]
+        key = m.group(1)
+        if key is None:
+            raise ValueError("a single { or } (write {{ or }})")
+        if key not in axes:
+            raise ValueError(f"field {{{key[:40]}}} is not one of its axes (only plain {{axis}} fields)")
+        return str(axes[key])
+    return FIELD.sub(fill, entry["name_format"])
 
 
 def axis_value(text):

@@ -127,9 +127,12 @@ def load(paths):
         if truncated:
             proc["truncated"] = True
         procs.append({"process": proc, "by_type": by_type, "file": path})
-    if len(procs) > 1:  # ids are unique within a file: name them by process when merging
+    if len(procs) > 1:  # ids are unique within a file: name them by process (and image: an exec keeps the pid)
+        seen = collections.Counter()
         for p in procs:
-            pid = p["process"]["pid"]
+            seen[p["process"]["pid"]] += 1
+            n = seen[p["process"]["pid"]]
+            pid = p["process"]["pid"] if n == 1 else f"{p['process']['pid']}.{n}"
             for recs in p["by_type"].values():
                 for r in recs:
                     for k in ID_FIELDS:
@@ -146,8 +149,8 @@ def records(procs, kind):
 
 def write_json(path, doc, indent=None):
     """Write doc as JSON to path (gzip-compressed when it ends in .gz), or raise TraceError saying why not."""
+    text = json.dumps(doc, indent=indent).encode("utf-8")
     try:
-        with (gzip.open(path, "wt", encoding="utf-8") if path.endswith(".gz") else open(path, "w", encoding="utf-8")) as f:
-            json.dump(doc, f, indent=indent)
-    except OSError as e:
-        raise TraceError(f"{path}: cannot write: {e.strerror or e}") from None
+        cli.write_file(path, gzip.compress(text, mtime=0) if path.endswith(".gz") else text)
+    except cli.InputError as e:
+        raise TraceError(str(e)) from None

@@ -6,7 +6,7 @@ missing; plain SVG pieces (document, log-log axes) live here too."""
 import math
 import os
 import sys
-from ..cli import html as escape, si
+from ..cli import InputError, html as escape, label, si, write_file
 
 FORCE_ENV = "ARCHBENCH_CHARTS"
 
@@ -32,20 +32,15 @@ def write(path, draw, plain_svg=None):
     if plt is None:
         if plain_svg is None or fmt == "png":
             return why
-        try:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(plain_svg())
-        except OSError as e:
-            return f"{path}: cannot write: {e.strerror or e}"
-        return None
-    try:
+        data = plain_svg()
+    else:
         data, why = render(draw, fmt, dpi=120)
         if data is None:
             return why
-        with open(path, "wb") as f:
-            f.write(data)
-    except OSError as e:
-        return f"{path}: cannot write: {e.strerror or e}"
+    try:
+        write_file(path, data)
+    except InputError as e:
+        return str(e)
     return None
 
 
@@ -64,6 +59,7 @@ def render(draw, fmt="svg", size=(10, 7), grid=None, dpi=100):
         fig, axes = plt.subplots(figsize=size)
     try:
         draw(axes)
+        safe_labels(fig)
         for axis in axes if grid else ():
             if not axis.has_data():
                 axis.set_visible(False)
@@ -73,6 +69,20 @@ def render(draw, fmt="svg", size=(10, 7), grid=None, dpi=100):
     finally:
         plt.close(fig)
     return out.getvalue(), None
+
+
+def safe_labels(fig):
+    """Every text of a figure made safe (cli.label): names and context values reach titles, legends,
+    annotations and tick labels; a control character would make the SVG invalid."""
+    from matplotlib.text import Text
+    from matplotlib.ticker import FixedFormatter
+    for text in fig.findobj(Text):
+        text.set_text(label(text.get_text()))
+    for axis in fig.axes:
+        for one in (axis.xaxis, axis.yaxis):
+            formatter = one.get_major_formatter()
+            if isinstance(formatter, FixedFormatter):  # tick labels given as text: set again at each draw
+                formatter.seq = [label(s) for s in formatter.seq]
 
 
 def svg_open(width, height):

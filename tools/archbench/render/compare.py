@@ -1,6 +1,7 @@
 """A comparison (analysis/compare.py) as console text or GitHub Markdown."""
 
 from ..cli import md, term
+from ..analysis.compare import VERDICTS
 from ..records.results import is_higher_better
 
 
@@ -44,7 +45,7 @@ def table_rows(report, esc):
 
 def title(report):
     """The one-line count of every outcome."""
-    c = {k: len(v) for k, v in report.items()}
+    c = {k: len(report[k]) for k in VERDICTS + tuple(key for key, _ in LISTS)}
     return (f"{c['regression']} regression(s), {c['improvement']} improvement(s), {c['unchanged']} unchanged, "
             f"{c['undecided']} undecided, {c['definition']} definition(s) changed, {c['invalid']} invalid, "
             f"{c['missing']} missing, {c['new']} new, {c['skipped']} skipped")
@@ -54,6 +55,10 @@ def render(report, diff, args, markdown):
     """The whole report as text (console or GitHub Markdown); every name and context value escaped."""
     esc = md if markdown else term
     lines = ["## archbench compare", "", f"**{title(report)}**", ""] if markdown else []
+    if report.get("devices"):  # the first line: nothing below is a regression
+        lines.insert(0, f"devices differ: BASE {esc(report['devices'][0])}, NEW {esc(report['devices'][1])}: "
+                        f"compared across devices, no regression counted")
+        lines.insert(1, "")
     if diff:
         lines += ["### Contexts differ", ""] if markdown else ["contexts differ:"]
         lines += [f"- {md(key)}: {md(b)} -> {md(n)}" if markdown else f"  {term(key)}: {term(b)} -> {term(n)}"
