@@ -101,8 +101,9 @@ def read_run(arg, index):
 def label_runs(runs):
     """A short unique label per run: device and backend, then driver, archbench version, date, index."""
     keys = ("device", "backend", "driver_version", "archbench_version", "date")
-    for n in range(2, len(keys) + 1):
-        labels = [" ".join(str(r.context.get(k, "?")) for k in keys[:n]) for r in runs]
+    for n in range(2, len(keys) + 1):  # a GPU of a node's run (nodeview.per_gpu) is named by its gpu
+        labels = [" ".join(str(r.context.get(k, "?")) for k in keys[:n] if k != "backend" or "gpu" not in r.context)
+                  + (f" {r.context['gpu']}" if "gpu" in r.context else "") for r in runs]
         if len(set(labels)) == len(labels):
             break
     else:
@@ -520,6 +521,7 @@ def charts_of(page):
 class Page:
     runs: list
     backends: int = 1
+    nodes: list = field(default_factory=list)  # the runs of several GPUs, each also in runs GPU by GPU
 
 
 def headline(run):

@@ -29,6 +29,7 @@ import os
 import sys
 
 from .. import cli
+from ..analysis.nodeview import per_gpu
 from ..analysis.report import Page, label_runs, read_run
 from ..records import results as ar
 from ..render import charts
@@ -54,11 +55,16 @@ def parse_args(argv):
 
 def run(argv):
     args = parse_args(argv)
-    runs = [read_run(arg, i) for i, arg in enumerate(args.runs)]
+    runs, nodes = [], []
+    for arg in args.runs:  # a node's run (several GPUs) stands GPU by GPU: never a median over GPUs
+        run = read_run(arg, len(runs))
+        split = per_gpu(run, len(runs))
+        nodes += [run] if len(split) > 1 else []
+        runs += split
     if not any(r.rows for r in runs):
         raise ar.InputError(f"{', '.join(args.runs)}: no benchmarks in the results")
     label_runs(runs)
-    page = Page(runs, len({r.axes.get("backend") for run in runs for r in run.rows}))
+    page = Page(runs, len({r.axes.get("backend") for run in runs for r in run.rows}), nodes)
     if charts.pyplot()[0] is None:
         print(f"{TOOL}: warning: {charts.pyplot()[1]}: the page has tables only", file=sys.stderr)
     title = args.title or "archbench report: " + " vs ".join(r.label for r in runs)

@@ -6,6 +6,7 @@ import os
 import re
 
 from ..analysis import compare, history
+from ..analysis.nodeview import link_matrices, node_table
 from ..analysis.report import FACTS, SEED_CAPTIONS, SEED_TABLES, Panel, Plot, charts_of, headline, seed_table
 from ..analysis.roofline import size
 from ..cli import html as escape, si
@@ -14,6 +15,7 @@ from ..records.published import SEEDS
 from . import charts
 from . import compare as rc, history as rh, roofline as rr
 from .html import data_uri, document, img, table
+from .nodeview import node_html
 
 # ---------------------------------------------------------------- drawing
 
@@ -67,7 +69,8 @@ def draw_panels(axes, panels):
                 axis.set_xscale("log", base=2)
                 xs = [x for _, sx, _ in p.series for x in sx if x > 0]
                 if xs:
-                    lo, hi = math.floor(math.log2(min(xs))), math.ceil(math.log2(max(xs)))
+                    # ticks at powers of two a float holds (an axis value may be near 1.8e308)
+                    lo, hi = math.floor(math.log2(min(xs))), min(math.ceil(math.log2(max(xs))), 1023)
                     step = max(1, math.ceil((hi - lo) / (4 if len(axes) > 1 else 8)))
                     axis.xaxis.set_major_locator(FixedLocator([2.0 ** e for e in range(lo, hi + 1, step)]))
                     axis.xaxis.set_minor_locator(NullLocator())
@@ -224,9 +227,12 @@ def compare_html(page, fmt):
     runs = f" and the runs in {escape(os.path.relpath(noise_dir))}" if noise_dir else ""
     out = [f"<p class=note>Noise: the repetitions' spread{runs} (archbench_compare.py's model and defaults).</p>"]
     for run in page.runs[1:]:
-        args = compare.settings()
-        report = compare.compare(base.benches, run.benches, args, noise)
+        devices = compare.devices_differ({"device": [base.context.get("device")]}, {"device": [run.context.get("device")]})
+        report = compare.compare(base.benches, run.benches, compare.settings(across_devices=bool(devices)), noise)
         out.append(f"<h3>{escape(run.label)} against {escape(base.label)}</h3>")
+        if devices:
+            out.append(f"<p>Devices differ ({escape(devices[0])}, {escape(devices[1])}): compared across devices, "
+                       f"no regression counted.</p>")
         out.append(f"<p>{escape(rc.title(report))}</p>")
         diff = compare.context_diff({k: [v] for k, v in base.context.items()}, {k: [v] for k, v in run.context.items()})
         if diff:
@@ -295,6 +301,13 @@ def page_html(page, fmt, title):
     body += ['<section id="headline"><h2>Headline</h2>'] + headline_html(page) + ["</section>"]
     for anchor, name, lines in seeds:
         body += [f'<section id="{anchor}"><h2>{escape(name)}</h2>'] + lines + ["</section>"]
+    for n, run in enumerate(page.nodes):  # a node's run: each GPU its own column, outliers marked
+        body += [f'<section id="node{n}"><h2>Node: {escape(run.arg)}</h2>'] + node_html(*node_table(run),
+                                                                                      link_matrices(run)) + ["</section>"]
+    links = [(r, m) for r in page.runs if not r.context.get("gpu") for m in [link_matrices(r)] if m]
+    for n, (run, matrices) in enumerate(links):  # the peer family's links, pair by pair
+        body += [f'<section id="links{n}"><h2>Links: {escape(run.label)}</h2>'] + node_html([], [], [], matrices) \
+            + ["</section>"]
     if len(page.runs) > 1:
         body += ['<section id="compare" class="chart"><h2>Compare</h2>'] + compare_html(page, fmt) + ["</section>"]
         body += ['<section id="history" class="chart"><h2>History</h2>'] + history_html(page, fmt) + ["</section>"]
