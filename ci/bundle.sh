@@ -73,7 +73,7 @@ cp "$build/archbench" "$build/tests/archbench_unit" "$build/tests/archbench_conf
 cuda_from_node=0
 [ "${ARCHBENCH_BUNDLE_CUDA:-}" = node ] && cuda_from_node=1
 cp --parents tests/e2e/smoke.py tests/analysis/topdown/topdown_gpu.py tests/lib/gpu.py "$dest/"  # as in the tree: gpu.py is imported
-cp ci/node-run.sh ci/gpu-multi.sh ci/gpu-node.sh "$dest/"  # gpu-multi.sh, gpu-node.sh: several GPUs (--device=all, the peer matrix, the collectives)
+cp ci/node-run.sh ci/gpu-node.sh "$dest/"  # gpu-node.sh: a node of several GPUs (peer matrix, collectives, health verdict)
 cp -r tools "$dest/tools"
 # Everything the binaries link that is not part of the C runtime every node has (archbench_mpi:
 # what it needs beyond archbench's is MPI, the node's).
