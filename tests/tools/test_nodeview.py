@@ -39,10 +39,11 @@ class NodeView(unittest.TestCase):
 
     def test_gpu_by_gpu_with_the_outlier_marked(self):
         run = read_run(self.path, 0)
-        runs = nodeview.per_gpu(run, 0)
+        units = nodeview.node_units(run)
+        runs = nodeview.per_gpu(run, 0, units)
         self.assertEqual([r.context["gpu"] for r in runs], [f"cuda:{i} (0000:0{i}:00.0)" for i in range(4)])
         self.assertEqual([r.rows[0].run for r in runs], [0, 1, 2, 3])
-        gpus, rows, slow = nodeview.node_table(run)
+        gpus, rows, slow = nodeview.node_table(run, units)
         row = next(r for r in rows if r["name"] == "compute/cuda/mad/float4")
         self.assertEqual(row["marks"], ["", "", "slow", ""])
         self.assertEqual([g["gpu"] for g in slow], ["cuda:2"])  # slow on the one benchmark it ran

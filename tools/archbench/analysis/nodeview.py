@@ -4,7 +4,6 @@ never a median over GPUs alone; the table of each benchmark's figure on each GPU
 of the variability test marked; and each link kind of the peer family as a matrix, a pair below the
 health verdict's fraction of its kind's median marked."""
 
-import re
 import statistics
 
 from ..records import results as ar
@@ -23,10 +22,14 @@ def units_of(run):
     return out
 
 
-def per_gpu(run, index):
-    """[Run] one a GPU where the run holds several (context "gpu": its unit label and PCI bus id),
-    else [run]; index: the first Run's number (rows carry it)."""
-    units = units_of(run) if run.context.get("merged_runs") or run.context.get("runs") else {}
+def node_units(run):
+    """units_of(run) for a merged run (context runs or merged_runs), else {}: one read of its files."""
+    return units_of(run) if run.context.get("merged_runs") or run.context.get("runs") else {}
+
+
+def per_gpu(run, index, units):
+    """[Run] one a GPU where the run holds several (units: node_units(run); context "gpu": its unit
+    label and PCI bus id), else [run]; index: the first Run's number (rows carry it)."""
     if len(units) < 2:
         return [run]
     pci = {g.get("device_selector"): g.get("pci_bus_id") for g in run.context.get("node", {}).get("gpus", [])}
@@ -43,11 +46,10 @@ def per_gpu(run, index):
     return out
 
 
-def node_table(run):
-    """(GPU labels, rows): each benchmark measured on two GPUs or more, its metric, a value a GPU
-    (None where it did not run) and each GPU's mark: "slow" or "fast" (an outlier of the
-    variability test), "" otherwise."""
-    units = units_of(run)
+def node_table(run, units):
+    """(GPU labels, rows, slow GPUs) of a node's run (units: node_units(run)): each benchmark
+    measured on two GPUs or more, its metric, a value a GPU (None where it did not run) and each
+    GPU's mark: "slow" or "fast" (an outlier of the variability test), "" otherwise."""
     merged = {"context": run.context, "benchmarks": [e for es in units.values() for e in es]}
     report = variability(merged)
     marks = {(b["name"], o["gpu"]): "slow" if o["slow"] else "fast" for b in report["per_benchmark"]
@@ -65,16 +67,13 @@ def node_table(run):
 
 
 def link_matrices(run, fraction=0.9):
-    """{kind: (gpus, {(src, dst): (GB/s, low)})} of the peer family's ordered pairs, `low` where a
-    pair is below `fraction` of its kind's median."""
-    merged = {"context": run.context, "benchmarks": [e for es in units_of(run).values() for e in es]}
+    """{kind: (gpus, {(src, dst): (GB/s, low)})} of the peer family's ordered pairs (the run's rows:
+    one process measures them all), `low` where a pair is below `fraction` of its kind's median."""
     kinds = {}
-    for name, by_unit in per_unit(merged).items():
-        m = PEER.match(name)
-        if m and not re.search(r"latency", m["kind"]):
-            for metric, v in by_unit.values():
-                if metric == "byte_per_s":
-                    kinds.setdefault(m["kind"], {})[(int(m["src"]), int(m["dst"]))] = v / 1e9
+    for row in run.rows:
+        m = PEER.match(row.name)
+        if m and row.values.get("byte_per_s"):
+            kinds.setdefault(m["kind"], {})[(int(m["src"]), int(m["dst"]))] = row.values["byte_per_s"] / 1e9
     out = {}
     for kind, cells in sorted(kinds.items()):
         median = statistics.median(cells.values())

@@ -521,7 +521,7 @@ def charts_of(page):
 class Page:
     runs: list
     backends: int = 1
-    nodes: list = field(default_factory=list)  # the runs of several GPUs, each also in runs GPU by GPU
+    nodes: list = field(default_factory=list)  # (run, nodeview.node_table) of each run of several GPUs, also in runs GPU by GPU
 
 
 def headline(run):

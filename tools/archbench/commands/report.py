@@ -29,7 +29,7 @@ import os
 import sys
 
 from .. import cli
-from ..analysis.nodeview import per_gpu
+from ..analysis.nodeview import node_table, node_units, per_gpu
 from ..analysis.report import Page, label_runs, read_run
 from ..records import results as ar
 from ..render import charts
@@ -58,8 +58,9 @@ def run(argv):
     runs, nodes = [], []
     for arg in args.runs:  # a node's run (several GPUs) stands GPU by GPU: never a median over GPUs
         run = read_run(arg, len(runs))
-        split = per_gpu(run, len(runs))
-        nodes += [run] if len(split) > 1 else []
+        units = node_units(run)
+        split = per_gpu(run, len(runs), units)
+        nodes += [(run, node_table(run, units))] if len(split) > 1 else []
         runs += split
     if not any(r.rows for r in runs):
         raise ar.InputError(f"{', '.join(args.runs)}: no benchmarks in the results")

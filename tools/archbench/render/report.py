@@ -6,7 +6,7 @@ import os
 import re
 
 from ..analysis import compare, history
-from ..analysis.nodeview import link_matrices, node_table
+from ..analysis.nodeview import link_matrices
 from ..analysis.report import FACTS, SEED_CAPTIONS, SEED_TABLES, Panel, Plot, charts_of, headline, seed_table
 from ..analysis.roofline import size
 from ..cli import html as escape, si
@@ -301,9 +301,9 @@ def page_html(page, fmt, title):
     body += ['<section id="headline"><h2>Headline</h2>'] + headline_html(page) + ["</section>"]
     for anchor, name, lines in seeds:
         body += [f'<section id="{anchor}"><h2>{escape(name)}</h2>'] + lines + ["</section>"]
-    for n, run in enumerate(page.nodes):  # a node's run: each GPU its own column, outliers marked
-        body += [f'<section id="node{n}"><h2>Node: {escape(run.arg)}</h2>'] + node_html(*node_table(run),
-                                                                                      link_matrices(run)) + ["</section>"]
+    for n, (run, table) in enumerate(page.nodes):  # a node's run: each GPU its own column, outliers marked
+        body += [f'<section id="node{n}"><h2>Node: {escape(run.arg)}</h2>'] + node_html(*table, link_matrices(run)) \
+            + ["</section>"]
     links = [(r, m) for r in page.runs if not r.context.get("gpu") for m in [link_matrices(r)] if m]
     for n, (run, matrices) in enumerate(links):  # the peer family's links, pair by pair
         body += [f'<section id="links{n}"><h2>Links: {escape(run.label)}</h2>'] + node_html([], [], [], matrices) \
